@@ -1,0 +1,58 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint format bench servers clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+# The embedded default: SQLite in data/, tasks in-process, development settings.
+run: export DEBUG ?= true
+run: $(VENV)/.runtime
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_staff
+	@echo ""
+	@echo "  API root:  http://$(HOST):$(PORT)/v1/"
+	@echo "  API docs:  http://$(HOST):$(PORT)/v1/docs/"
+	@echo "  Admin:     http://$(HOST):$(PORT)/admin/  (log in with the staff account above)"
+	@echo "  Token:     curl -X POST http://$(HOST):$(PORT)/v1/auth/login \\"
+	@echo "               -H 'Content-Type: application/json' -d '{\"username\": \"admin\", \"password\": \"...\"}'"
+	@echo ""
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+# PostgreSQL and Redis server binaries for the tests, from Debian's packages when missing.
+servers:
+	@./scripts/install-servers.sh
+
+test: $(VENV)/.dev servers
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+	$(BIN)/pytest
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+
+format: $(VENV)/.dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(VENV)/.dev servers
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

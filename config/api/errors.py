@@ -1,0 +1,96 @@
+"""The error object and the one exception handler that turns every error into it.
+
+Every error on every /v1/ path is `{"code": "<HTTP status>", "message": "..."}`, optionally
+with `errors` naming the bad fields. Input that cannot be validated is a 405, as the interface says.
+"""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, JsonResponse
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from config import exceptions as domain
+
+logger = logging.getLogger(__name__)
+
+MESSAGES = {
+    401: "User not authorized",
+    403: "User not authorized",
+    404: "Resource not found",
+    405: "Input could not be validated",
+    410: "Subscription has been deleted",
+    415: "Unsupported media type: send application/json",
+    500: "Internal server error",
+}
+
+DOMAIN_STATUS: dict[type[domain.DomainError], int] = {
+    domain.NotAuthorized: 401,
+    domain.NotFound: 404,
+    domain.InvalidInput: 405,
+    domain.Gone: 410,
+}
+
+
+def error_body(status: int, message: str | None = None, errors: Any = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"code": str(status), "message": message or MESSAGES.get(status, "")}
+    if errors:
+        body["errors"] = errors
+    return body
+
+
+def error_response(status: int, message: str | None = None) -> JsonResponse:
+    """The error object for answers made outside DRF (middleware, Django's handlers)."""
+    return JsonResponse(error_body(status, message), status=status)
+
+
+def server_error(request: HttpRequest) -> JsonResponse:
+    """Django's handler500: an error that escaped DRF still answers with the error object."""
+    return error_response(500)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    headers: dict[str, str] = {}
+    errors: Any = None
+    message: str | None = None
+
+    if isinstance(exc, domain.DomainError):
+        status = next(s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls))
+        message, errors = exc.message, exc.errors
+        if status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+    elif isinstance(exc, Http404 | drf.NotFound):
+        status = 404
+    elif isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
+        status = 401
+        headers["WWW-Authenticate"] = getattr(exc, "auth_header", None) or "Bearer"
+    elif isinstance(exc, drf.ValidationError | drf.ParseError):
+        status = 405
+        errors = exc.detail if isinstance(exc, drf.ValidationError) else None
+        if isinstance(exc, drf.ParseError):
+            message = f"Input could not be validated: {exc.detail}"
+    elif isinstance(exc, drf.MethodNotAllowed):
+        status = 405
+        message = str(exc.detail)
+    elif isinstance(exc, drf.Throttled):
+        status = 429
+        message = str(exc.detail)
+        wait = getattr(exc, "wait", None)
+        if wait is not None:
+            headers["Retry-After"] = str(int(wait))
+    elif isinstance(exc, drf.UnsupportedMediaType):
+        status = 415
+    elif isinstance(exc, drf.PermissionDenied | PermissionDenied):
+        status = 403
+    elif isinstance(exc, drf.APIException):
+        status = exc.status_code
+        message = str(exc.detail)
+    else:
+        logger.exception("Unhandled error", exc_info=exc)
+        status = 500
+
+    set_rollback()
+    return Response(error_body(status, message, errors), status=status, headers=headers)

@@ -1,0 +1,38 @@
+"""Serializer fields shared by the apps: strict JSON types and the timestamp format."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+def format_timestamp(value: datetime) -> str:
+    """RFC 3339 in UTC with milliseconds and Z: 2023-02-23T14:00:00.000Z."""
+    value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+@extend_schema_field(OpenApiTypes.DATETIME)
+class TimestampField(serializers.Field):
+    def to_representation(self, value: datetime) -> str:
+        return format_timestamp(value)
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string and nothing else: DRF's CharField would take 5 as "5"."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON true or false: DRF's BooleanField would take "yes" and 1."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data

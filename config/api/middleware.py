@@ -1,0 +1,30 @@
+"""The request body limit (product.md section 11), checked before anything reads the body."""
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+from config.api.errors import error_response
+
+
+class BodySizeLimitMiddleware:
+    """Answers 413 with the error object when a /v1/ body is over MAX_BODY_BYTES.
+
+    DRF parsers read the stream directly, so Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check
+    never runs for JSON bodies.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/v1/"):
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            limit = settings.MAX_BODY_BYTES
+            if length > limit:
+                return error_response(413, f"Request body too large: the limit is {limit} bytes")
+        return self.get_response(request)

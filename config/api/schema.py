@@ -1,0 +1,26 @@
+"""OpenAPI helpers: every operation documents each error status it can answer."""
+
+from drf_spectacular.utils import OpenApiResponse
+
+from config.api.errors import MESSAGES
+from config.api.serializers import ErrorSerializer
+
+_DESCRIPTIONS = {
+    **MESSAGES,
+    405: "Input could not be validated (or the method is not allowed)",
+    413: "Request body too large (limit: 1 MiB)",
+    429: "Rate limit exceeded; see Retry-After",
+}
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """Error responses for an operation; 401, 413, 415 and 429 can come from any of them."""
+    return {
+        status: OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[status])
+        for status in sorted(set(statuses))
+    }
+
+
+# What any authenticated /v1/ operation can answer besides its own errors.
+AUTHENTICATED = (401, 405, 429)
+WITH_BODY = (413, 415)

@@ -1,0 +1,151 @@
+"""Endpoints that belong to no app: the API index, capabilities, authentication, health."""
+
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config import auth
+from config.api.fields import format_timestamp
+from config.api.schema import WITH_BODY, errors
+from config.api.serializers import (
+    AccessTokenSerializer,
+    CapabilitiesSerializer,
+    LoginResponseSerializer,
+    LoginSerializer,
+    RefreshSerializer,
+)
+from config.api.throttles import LoginThrottle
+
+CAPABILITIES = {"urn:opa:core": {"1.0.0": {"status": "STABLE", "root": "/v1"}}}
+
+
+class PublicView(APIView):
+    """An endpoint anyone may call, without a token."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+
+class IndexView(PublicView):
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        return Response(
+            {
+                "capabilities": request.build_absolute_uri("/v1/capabilities"),
+                "login": request.build_absolute_uri("/v1/auth/login"),
+                "subscriptions": request.build_absolute_uri("/v1/subscriptions"),
+                "openapi": request.build_absolute_uri("/v1/openapi.json"),
+                "docs": request.build_absolute_uri("/v1/docs/"),
+            }
+        )
+
+
+class CapabilitiesView(PublicView):
+    @extend_schema(responses={200: CapabilitiesSerializer}, summary="API versions and features")
+    def get(self, request: Request) -> Response:
+        return Response(CAPABILITIES)
+
+
+def _tokens_body(tokens: auth.Tokens) -> dict[str, Any]:
+    return {
+        "access_token": tokens.access_token,
+        "expires_in": tokens.expires_in,
+        "refresh_token": tokens.refresh_token,
+        "refresh_expires": format_timestamp(tokens.refresh_expires),
+    }
+
+
+class LoginView(PublicView):
+    throttle_classes = [LoginThrottle]
+
+    @extend_schema(
+        request=LoginSerializer,
+        responses={200: LoginResponseSerializer, **errors(401, 405, 429, *WITH_BODY)},
+        summary="Log in with a username and password",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = LoginSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        tokens = auth.token_login(**serializer.validated_data)
+        return Response({**_tokens_body(tokens), "refresh_endpoint": "/v1/auth/refresh"})
+
+
+class RefreshView(PublicView):
+    @extend_schema(
+        request=RefreshSerializer,
+        responses={200: AccessTokenSerializer, **errors(401, 405, 429, *WITH_BODY)},
+        summary="Exchange a refresh token for new tokens",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = RefreshSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(_tokens_body(auth.token_refresh(**serializer.validated_data)))
+
+
+class LogoutView(PublicView):
+    @extend_schema(
+        request=RefreshSerializer,
+        responses={204: None, **errors(401, 405, 429, *WITH_BODY)},
+        summary="Revoke a refresh token",
+    )
+    def post(self, request: Request) -> Response:
+        serializer = RefreshSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        auth.token_logout(**serializer.validated_data)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class NotFoundView(PublicView):
+    """Answers every method on every unknown /v1/ path with the 404 error object."""
+
+    throttle_classes = []
+
+    @extend_schema(exclude=True)
+    def http_method_not_allowed(self, request: Any, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound()
+
+    options = http_method_not_allowed
+
+
+def health(request: HttpRequest) -> JsonResponse:
+    """200 when the database and the broker answer, 503 otherwise."""
+    checks = {"database": _check_database(), "broker": _check_broker()}
+    healthy = all(value in ("ok", "in-process") for value in checks.values())
+    return JsonResponse(
+        {"status": "ok" if healthy else "unavailable", **checks},
+        status=200 if healthy else 503,
+    )
+
+
+def _check_database() -> str:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return "ok"
+    except Exception as exc:  # any failure means unhealthy, whatever the driver raised
+        return f"error: {exc.__class__.__name__}"
+
+
+def _check_broker() -> str:
+    if not settings.REDIS_URL:
+        return "in-process"
+    import redis
+
+    try:
+        client = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
+        )
+        client.ping()
+        client.close()
+        return "ok"
+    except Exception as exc:  # any failure means unhealthy, whatever the client raised
+        return f"error: {exc.__class__.__name__}"

@@ -1,0 +1,66 @@
+"""Token authentication (product.md section 2) on djangorestframework-simplejwt.
+
+Refresh tokens rotate: each refresh blacklists the token it used and hands out a new one.
+"""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import update_last_login
+from rest_framework_simplejwt.exceptions import TokenError
+from rest_framework_simplejwt.settings import api_settings
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from config.exceptions import NotAuthorized
+
+
+@dataclass(frozen=True)
+class Tokens:
+    access_token: str
+    expires_in: int
+    refresh_token: str
+    refresh_expires: datetime
+
+
+def _issue(user: AbstractBaseUser) -> Tokens:
+    refresh = RefreshToken.for_user(user)
+    return Tokens(
+        access_token=str(refresh.access_token),
+        expires_in=int(api_settings.ACCESS_TOKEN_LIFETIME.total_seconds()),
+        refresh_token=str(refresh),
+        refresh_expires=datetime.fromtimestamp(refresh["exp"], tz=UTC),
+    )
+
+
+def token_login(*, username: str, password: str) -> Tokens:
+    user = authenticate(username=username, password=password)
+    if user is None:
+        raise NotAuthorized()
+    update_last_login(None, user)  # type: ignore[arg-type]
+    return _issue(user)
+
+
+def _verified(token: str) -> RefreshToken:
+    try:
+        return RefreshToken(token)  # type: ignore[arg-type]
+    except TokenError as exc:  # bad signature, expired, blacklisted, malformed
+        raise NotAuthorized() from exc
+
+
+def token_refresh(*, refresh_token: str) -> Tokens:
+    old = _verified(refresh_token)
+    user = (
+        get_user_model()
+        .objects.filter(pk=old.get(api_settings.USER_ID_CLAIM), is_active=True)
+        .first()
+    )
+    if user is None:
+        raise NotAuthorized()
+    old.blacklist()
+    return _issue(user)
+
+
+def token_logout(*, refresh_token: str) -> None:
+    _verified(refresh_token).blacklist()

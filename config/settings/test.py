@@ -1,0 +1,23 @@
+"""Test settings: the base settings on a real PostgreSQL that tests/conftest.py starts."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-that-is-long-enough-for-hs256-signing")
+os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+
+from .base import *  # noqa: F403
+from .base import env
+
+# tests/conftest.py fills HOST and PORT with the server it starts, unless
+# TEST_DATABASE_URL points at one that is already running.
+DATABASES = {
+    "default": env.db_url("TEST_DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/opa"),
+}
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.Argon2PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

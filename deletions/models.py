@@ -1,0 +1,56 @@
+"""Requests to delete a subscription, processed asynchronously by a Celery worker."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Deletion(models.Model):
+    """One request to delete one subscription, and how it ended.
+
+    At most one deletion per subscription is PENDING at a time (a database constraint), so a
+    repeated DELETE finds the pending one instead of queueing a second.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING"
+        SUCCESS = "SUCCESS"
+        FAILURE = "FAILURE"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="deletions"
+    )
+    # Null once the subscription is gone, for instance merged into another.
+    subscription = models.ForeignKey(
+        "subscriptions.Subscription",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="deletions",
+    )
+    guid = models.UUIDField(help_text="The guid the deletion was requested with.")
+    status = models.CharField(max_length=7, choices=Status.choices, default=Status.PENDING)
+    message = models.TextField(blank=True)
+    requested = models.DateTimeField()
+    finished = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(
+        default=0, help_text="How many times the task has been sent."
+    )
+    last_sent = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["subscription"],
+                condition=Q(status="PENDING"),
+                name="deletion_one_pending_per_subscription",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["PENDING", "SUCCESS", "FAILURE"]),
+                name="deletion_status_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "last_sent"], name="deletion_status_sent_idx")]
+
+    def __str__(self) -> str:
+        return f"Deletion {self.pk} of {self.guid}: {self.status}"

@@ -1,0 +1,14 @@
+"""Reads of deletions."""
+
+from typing import Any
+
+from config.exceptions import NotFound
+from deletions.models import Deletion
+
+
+def deletion_get(*, user: Any, deletion_id: int) -> Deletion:
+    """The user's deletion; another user's is not found, exactly like a missing one."""
+    deletion = Deletion.objects.filter(user=user, pk=deletion_id).first()
+    if deletion is None:
+        raise NotFound()
+    return deletion

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the PostgreSQL and Redis server binaries the tests start, when they are missing.
+set -euo pipefail
+
+missing=()
+if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+command -v redis-server >/dev/null || missing+=(redis-server)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then sudo="sudo"; else
+    echo "Missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]})." >&2
+    exit 1
+  fi
+fi
+echo "Installing ${missing[*]} from Debian's packages"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The Debian packages start their own servers; the tests start theirs on free ports.
+$sudo service redis-server stop >/dev/null 2>&1 || true
+$sudo service postgresql stop >/dev/null 2>&1 || true

@@ -1,0 +1,84 @@
+"""A user's feed subscriptions, with every guid and feed URL each one has had."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Subscription(models.Model):
+    """One feed a user follows, identified by its current guid.
+
+    Its earlier guids and feed URLs live in SubscriptionGuid and SubscriptionFeed, which also
+    hold the current ones, so that any of them reaches this row.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions"
+    )
+    guid = models.UUIDField(help_text="Current guid.")
+    feed_url = models.CharField(max_length=2048, help_text="Current feed URL, as sent.")
+    is_subscribed = models.BooleanField(default=True)
+    subscription_changed = models.DateTimeField()
+    guid_changed = models.DateTimeField(null=True, blank=True)
+    deleted = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "guid"], name="subscription_user_guid_unique"),
+            models.CheckConstraint(
+                condition=Q(deleted__isnull=True) | Q(is_subscribed=False),
+                name="subscription_deleted_is_unsubscribed",
+            ),
+        ]
+        indexes = [models.Index(fields=["user", "id"], name="subscription_user_id_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.feed_url} ({self.guid})"
+
+
+class SubscriptionGuid(models.Model):
+    """A guid a subscription has, or has had: unique per user, so it names one subscription."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    subscription = models.ForeignKey(
+        Subscription, on_delete=models.CASCADE, related_name="guid_history"
+    )
+    guid = models.UUIDField()
+    assigned = models.DateTimeField(help_text="When the subscription took this guid.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "guid"], name="subscriptionguid_user_guid_unique"
+            )
+        ]
+        ordering = ["assigned", "id"]
+
+    def __str__(self) -> str:
+        return str(self.guid)
+
+
+class SubscriptionFeed(models.Model):
+    """A feed URL a subscription has, or has had, under its matching key (unique per user)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    subscription = models.ForeignKey(
+        Subscription, on_delete=models.CASCADE, related_name="feed_history"
+    )
+    url = models.CharField(max_length=2048, help_text="The URL as first sent.")
+    # A digest, not the key itself: a 2,048-character URL of multi-byte characters would not fit
+    # in a btree index entry.
+    key_digest = models.CharField(max_length=64, help_text="SHA-256 of the URL's matching key.")
+    assigned = models.DateTimeField(help_text="When the subscription took this URL.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "key_digest"], name="subscriptionfeed_user_key_unique"
+            )
+        ]
+        ordering = ["assigned", "id"]
+
+    def __str__(self) -> str:
+        return self.url

@@ -1,0 +1,110 @@
+"""Request and response shapes of /v1/subscriptions."""
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from config.api.fields import StrictBooleanField, StrictCharField, TimestampField
+from config.api.serializers import OmitNoneSerializer
+from subscriptions import feeds
+
+
+@extend_schema_field(OpenApiTypes.UUID)
+class SentGuidField(serializers.Field):
+    """The optional guid of an add entry, kept as sent: a bad one is a per-entry failure."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class StrictUUIDField(StrictCharField):
+    """A guid as a JSON string in any spelling uuid.UUID reads."""
+
+    default_error_messages = {"invalid_uuid": "Must be a valid UUID."}
+
+    def to_internal_value(self, data: Any) -> Any:
+        guid = feeds.parse_guid(super().to_internal_value(data))
+        if guid is None:
+            self.fail("invalid_uuid")
+        return guid
+
+
+class AddEntrySerializer(serializers.Serializer):
+    feed_url = StrictCharField(trim_whitespace=False, allow_blank=True)
+    guid = SentGuidField(required=False, allow_null=True)
+
+
+class AddRequestSerializer(serializers.Serializer):
+    subscriptions = AddEntrySerializer(many=True)
+
+
+class AddedSerializer(serializers.Serializer):
+    feed_url = serializers.CharField()
+    guid = serializers.UUIDField()
+    is_subscribed = serializers.BooleanField()
+    subscription_changed = TimestampField()
+
+
+class AddFailureSerializer(serializers.Serializer):
+    feed_url = serializers.CharField()
+    message = serializers.CharField()
+
+
+class AddResponseSerializer(serializers.Serializer):
+    success = AddedSerializer(many=True)
+    failure = AddFailureSerializer(many=True)
+
+
+class SubscriptionSerializer(OmitNoneSerializer):
+    """A subscription as read by one of its guids (`guid`); `new_guid` is the latest."""
+
+    feed_url = serializers.CharField()
+    guid = serializers.UUIDField()
+    is_subscribed = serializers.BooleanField()
+    subscription_changed = TimestampField(required=False)
+    new_guid = serializers.UUIDField(required=False)
+    guid_changed = TimestampField(required=False)
+    deleted = TimestampField(required=False)
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        sub, asked = instance
+        return super().to_representation(
+            {
+                "feed_url": sub.feed_url,
+                "guid": asked,
+                "is_subscribed": sub.is_subscribed,
+                "subscription_changed": sub.subscription_changed,
+                "new_guid": sub.guid if sub.guid != asked else None,
+                "guid_changed": sub.guid_changed,
+                "deleted": sub.deleted,
+            }
+        )
+
+
+class UpdateRequestSerializer(serializers.Serializer):
+    new_feed_url = StrictCharField(required=False, trim_whitespace=False, allow_blank=True)
+    new_guid = StrictUUIDField(required=False)
+    is_subscribed = StrictBooleanField(required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        if not attrs:
+            raise serializers.ValidationError(
+                "Send at least one of new_feed_url, new_guid, is_subscribed."
+            )
+        return attrs
+
+
+class UpdateResponseSerializer(OmitNoneSerializer):
+    new_feed_url = serializers.CharField(required=False)
+    is_subscribed = serializers.BooleanField(required=False)
+    subscription_changed = TimestampField(required=False)
+    new_guid = serializers.UUIDField(required=False)
+    guid_changed = TimestampField(required=False)

@@ -1,0 +1,357 @@
+"""Writes to subscriptions: adding many at once and changing one (product.md sections 6-8).
+
+Both go through a _Workspace: it loads every subscription the request names (by any guid or feed
+URL it ever had), applies the rules in memory and writes the result back with bulk statements,
+so the number of queries is the same for 1 entry as for 500. Writes for one user are serialised
+by locking the user's row; the database's unique constraints settle anything else.
+"""
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import models, transaction
+
+from config import clock
+from config.exceptions import Gone, InvalidInput, NotFound
+from subscriptions import feeds
+from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
+
+_STATE_FIELDS = ["is_subscribed", "subscription_changed", "deleted"]
+_UPDATE_FIELDS = ["guid", "feed_url", "guid_changed", *_STATE_FIELDS]
+
+
+@dataclass(frozen=True)
+class AddEntry:
+    """One entry of an add request, as sent: `guid` is None when the entry has none."""
+
+    feed_url: str
+    guid: Any = None
+
+
+@dataclass(frozen=True)
+class AddFailure:
+    feed_url: str
+    message: str
+
+
+@dataclass(frozen=True)
+class AddResult:
+    success: list[Subscription]
+    failure: list[AddFailure]
+
+
+@dataclass(frozen=True)
+class _ValidEntry:
+    url: str
+    digest: str
+    sent_guid: uuid.UUID | None
+    computed_guid: uuid.UUID
+
+
+def _lock_user(user: Any) -> None:
+    """Serialise one user's writes: concurrent adds of one feed then make one subscription."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").first()
+
+
+class _Workspace:
+    """The user's subscriptions one request touches, changed in memory and written at once."""
+
+    def __init__(
+        self, user: Any, *, guids: Iterable[uuid.UUID], digests: Iterable[str], now: datetime
+    ):
+        self.user = user
+        self.now = now
+        self.by_guid: dict[uuid.UUID, Subscription] = {}
+        self.by_digest: dict[str, Subscription] = {}
+        self._feed_rows: dict[str, SubscriptionFeed] = {}
+        self._created: list[Subscription] = []
+        self._dirty: dict[int, Subscription] = {}
+        self._merged_into: dict[int, Subscription] = {}
+        self._merged_saved: list[Subscription] = []
+        self._new_guid_rows: list[SubscriptionGuid] = []
+        self._new_feed_rows: list[SubscriptionFeed] = []
+        self._moved_feed_rows: list[SubscriptionFeed] = []
+
+        # Both queries may bring the same subscription: keep one instance of each.
+        loaded: dict[int, Subscription] = {}
+        guid_rows = SubscriptionGuid.objects.filter(user=user, guid__in=set(guids))
+        for guid_row in guid_rows.select_related("subscription"):
+            self.by_guid[guid_row.guid] = loaded.setdefault(
+                guid_row.subscription.pk, guid_row.subscription
+            )
+        feed_rows = SubscriptionFeed.objects.filter(user=user, key_digest__in=set(digests))
+        for feed_row in feed_rows.select_related("subscription"):
+            feed_row.subscription = loaded.setdefault(
+                feed_row.subscription.pk, feed_row.subscription
+            )
+            self.by_digest[feed_row.key_digest] = feed_row.subscription
+            self._feed_rows[feed_row.key_digest] = feed_row
+
+    # --- changes -----------------------------------------------------------------------------
+
+    def create(self, entry: _ValidEntry, guid: uuid.UUID) -> Subscription:
+        sub = Subscription(
+            user=self.user,
+            guid=guid,
+            feed_url=entry.url,
+            is_subscribed=True,
+            subscription_changed=self.now,
+            created=self.now,
+        )
+        self._created.append(sub)
+        self._add_guid(sub, guid)
+        self._add_feed(sub, entry.url, entry.digest)
+        return sub
+
+    def resubscribe(self, sub: Subscription) -> None:
+        sub.is_subscribed = True
+        sub.deleted = None
+        sub.subscription_changed = self.now
+        self._touch(sub)
+
+    def set_subscribed(self, sub: Subscription, value: bool) -> None:
+        if sub.is_subscribed != value:
+            sub.is_subscribed = value
+            sub.subscription_changed = self.now
+            self._touch(sub)
+
+    def change_guid(self, sub: Subscription, guid: uuid.UUID) -> None:
+        """Give `sub` a guid the user has never used."""
+        sub.guid = guid
+        sub.guid_changed = self.now
+        self._add_guid(sub, guid)
+        self._touch(sub)
+
+    def move_feed(self, sub: Subscription, url: str, digest: str) -> None:
+        """Point `sub` at a new feed URL.
+
+        A URL another subscription is currently at means both are one feed: that one is merged
+        into `sub`. A URL another subscription only had in the past now belongs to `sub`.
+        """
+        owner = self.by_digest.get(digest)
+        if owner is None:
+            self._add_feed(sub, url, digest)
+        elif owner is not sub:
+            if feeds.feed_key_digest(owner.feed_url) == digest:
+                self.merge(owner, into=sub)
+            else:
+                row = self._feed_rows[digest]
+                row.subscription = sub
+                if row.pk is not None:
+                    self._moved_feed_rows.append(row)
+                self.by_digest[digest] = sub
+        if sub.feed_url != url:
+            sub.feed_url = url
+            sub.subscription_changed = self.now
+            self._touch(sub)
+
+    def merge(self, source: Subscription, *, into: Subscription, take_state: bool = False) -> None:
+        """Make `source` part of `into`: every guid and URL it had now reaches `into`.
+
+        `into` keeps its own subscription state unless `take_state`, when it takes the state of
+        `source`, the subscription the client acted on.
+        """
+        for guid, owner in self.by_guid.items():
+            if owner is source:
+                self.by_guid[guid] = into
+        for digest, owner in self.by_digest.items():
+            if owner is source:
+                self.by_digest[digest] = into
+        rows: list[SubscriptionGuid | SubscriptionFeed] = [
+            *self._feed_rows.values(),
+            *self._new_feed_rows,
+            *self._new_guid_rows,
+        ]
+        for row in rows:
+            if row.subscription is source:
+                row.subscription = into
+        if take_state:
+            for field in _STATE_FIELDS:
+                setattr(into, field, getattr(source, field))
+        into.guid_changed = self.now
+        self._touch(into)
+        self._dirty.pop(id(source), None)
+        self._merged_into[id(source)] = into
+        if source.pk is None:
+            self._created.remove(source)
+        else:
+            self._merged_saved.append(source)
+
+    def final(self, sub: Subscription) -> Subscription:
+        """The subscription `sub` ended up as, following merges."""
+        while id(sub) in self._merged_into:
+            sub = self._merged_into[id(sub)]
+        return sub
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        created_ids = {id(sub) for sub in self._created}
+        dirty = [sub for key, sub in self._dirty.items() if key not in created_ids]
+        Subscription.objects.bulk_create(self._created)
+
+        if self._merged_saved:
+            ids = [sub.pk for sub in self._merged_saved]
+            target = models.Case(
+                *[
+                    models.When(subscription_id=s.pk, then=self.final(s).pk)
+                    for s in self._merged_saved
+                ],
+                output_field=models.BigIntegerField(),
+            )
+            SubscriptionGuid.objects.filter(subscription_id__in=ids).update(subscription_id=target)
+            SubscriptionFeed.objects.filter(subscription_id__in=ids).update(subscription_id=target)
+            Subscription.objects.filter(pk__in=ids).delete()
+
+        if dirty:
+            Subscription.objects.bulk_update(dirty, _UPDATE_FIELDS)
+        for row in self._moved_feed_rows:
+            row.subscription = self.final(row.subscription)
+        if self._moved_feed_rows:
+            SubscriptionFeed.objects.bulk_update(self._moved_feed_rows, ["subscription"])
+        new_rows: list[SubscriptionGuid | SubscriptionFeed] = [
+            *self._new_guid_rows,
+            *self._new_feed_rows,
+        ]
+        for new_row in new_rows:
+            new_row.subscription = self.final(new_row.subscription)
+        SubscriptionGuid.objects.bulk_create(self._new_guid_rows)
+        SubscriptionFeed.objects.bulk_create(self._new_feed_rows)
+
+    def _touch(self, sub: Subscription) -> None:
+        self._dirty[id(sub)] = sub
+
+    def _add_guid(self, sub: Subscription, guid: uuid.UUID) -> None:
+        self.by_guid[guid] = sub
+        self._new_guid_rows.append(
+            SubscriptionGuid(user=self.user, subscription=sub, guid=guid, assigned=self.now)
+        )
+
+    def _add_feed(self, sub: Subscription, url: str, digest: str) -> None:
+        row = SubscriptionFeed(
+            user=self.user, subscription=sub, url=url, key_digest=digest, assigned=self.now
+        )
+        self.by_digest[digest] = sub
+        self._feed_rows[digest] = row
+        self._new_feed_rows.append(row)
+
+
+def _validate_entry(entry: AddEntry) -> _ValidEntry:
+    feeds.check_feed_url(entry.feed_url)
+    sent_guid = None
+    if entry.guid is not None:
+        sent_guid = feeds.parse_guid(entry.guid)
+        if sent_guid is None:
+            raise feeds.InvalidFeedUrl("Invalid guid: not a UUID")
+    return _ValidEntry(
+        url=entry.feed_url,
+        digest=feeds.feed_key_digest(entry.feed_url),
+        sent_guid=sent_guid,
+        computed_guid=feeds.computed_guid(entry.feed_url),
+    )
+
+
+def _add_one(ws: _Workspace, entry: _ValidEntry) -> Subscription:
+    """Product.md section 6, step 3, for one entry."""
+    if entry.sent_guid is not None:
+        # A sent guid is authoritative: it decides which subscription this is.
+        sub = ws.by_guid.get(entry.sent_guid)
+        if sub is not None:
+            # A URL the subscription already had is a stale client, not a move back.
+            if ws.by_digest.get(entry.digest) is not sub:
+                ws.move_feed(sub, entry.url, entry.digest)
+        else:
+            sub = ws.by_digest.get(entry.digest)
+            if sub is None:
+                return ws.create(entry, entry.sent_guid)
+            ws.change_guid(sub, entry.sent_guid)
+    else:
+        # A computed guid only stands in for the URL: the URL is looked up first.
+        sub = ws.by_digest.get(entry.digest)
+        if sub is None:
+            sub = ws.by_guid.get(entry.computed_guid)
+            if sub is None:
+                return ws.create(entry, entry.computed_guid)
+            ws.move_feed(sub, entry.url, entry.digest)
+    ws.resubscribe(sub)
+    return sub
+
+
+def subscription_add_many(*, user: Any, entries: Sequence[AddEntry]) -> AddResult:
+    """Add or re-subscribe every valid entry; report each in success or failure, in order."""
+    valid: list[_ValidEntry] = []
+    failure: list[AddFailure] = []
+    for entry in entries:
+        try:
+            valid.append(_validate_entry(entry))
+        except feeds.InvalidFeedUrl as exc:
+            failure.append(AddFailure(feed_url=entry.feed_url, message=str(exc)))
+    if not valid:
+        return AddResult(success=[], failure=failure)
+
+    guids = {g for e in valid for g in (e.sent_guid, e.computed_guid) if g is not None}
+    with transaction.atomic():
+        _lock_user(user)
+        ws = _Workspace(user, guids=guids, digests={e.digest for e in valid}, now=clock.now())
+        added = [_add_one(ws, entry) for entry in valid]
+        ws.flush()
+    return AddResult(success=[ws.final(sub) for sub in added], failure=failure)
+
+
+@dataclass(frozen=True)
+class SubscriptionUpdate:
+    """What a PATCH asked to change; None for what it left alone."""
+
+    new_feed_url: str | None = None
+    new_guid: uuid.UUID | None = None
+    is_subscribed: bool | None = None
+
+
+def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdate) -> Subscription:
+    """Apply a PATCH to the subscription any of whose guids is `guid`; return the result.
+
+    A `new_guid` the user already has on another subscription merges this one into it.
+    """
+    digest = None
+    if change.new_feed_url is not None:
+        try:
+            feeds.check_feed_url(change.new_feed_url)
+        except feeds.InvalidFeedUrl as exc:
+            raise InvalidInput(str(exc), errors={"new_feed_url": [str(exc)]}) from exc
+        digest = feeds.feed_key_digest(change.new_feed_url)
+
+    with transaction.atomic():
+        _lock_user(user)
+        wanted = [guid] if change.new_guid is None else [guid, change.new_guid]
+        ws = _Workspace(user, guids=wanted, digests=[digest] if digest else [], now=clock.now())
+        sub = ws.by_guid.get(guid)
+        if sub is None:
+            raise NotFound()
+        if sub.deleted is not None:
+            raise Gone()
+
+        owner = None
+        if change.new_guid is not None:
+            owner = ws.by_guid.get(change.new_guid)
+            if change.new_guid == sub.guid:
+                message = "new_guid is already the subscription's guid"
+                raise InvalidInput(message, errors={"new_guid": [message]})
+            if owner is sub:
+                message = "new_guid is an earlier guid of this subscription: the history would loop"
+                raise InvalidInput(message, errors={"new_guid": [message]})
+
+        if change.new_feed_url is not None and digest is not None:
+            ws.move_feed(sub, change.new_feed_url, digest)
+        if change.is_subscribed is not None:
+            ws.set_subscribed(sub, change.is_subscribed)
+        if change.new_guid is not None:
+            if owner is None:
+                ws.change_guid(sub, change.new_guid)
+            else:
+                ws.merge(sub, into=owner, take_state=True)
+        ws.flush()
+    return ws.final(sub)

@@ -1,0 +1,93 @@
+"""The /v1/subscriptions endpoints: each action validates, calls one service, serializes."""
+
+import uuid
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.schema import AUTHENTICATED, WITH_BODY, errors
+from config.exceptions import InvalidInput
+from subscriptions import feeds, selectors, services
+from subscriptions.serializers import (
+    AddRequestSerializer,
+    AddResponseSerializer,
+    SubscriptionSerializer,
+    UpdateRequestSerializer,
+    UpdateResponseSerializer,
+)
+
+GUID_PARAMETER = OpenApiParameter(
+    "guid", str, OpenApiParameter.PATH, description="Any guid the subscription has had."
+)
+
+
+def parse_path_guid(value: str) -> uuid.UUID:
+    guid = feeds.parse_guid(value)
+    if guid is None:
+        raise InvalidInput(errors={"guid": ["Must be a valid UUID."]})
+    return guid
+
+
+class SubscriptionViewSet(viewsets.ViewSet):
+    lookup_field = "guid"
+    lookup_value_regex = "[^/]+"
+
+    @extend_schema(
+        request=AddRequestSerializer,
+        responses={200: AddResponseSerializer, **errors(*AUTHENTICATED, *WITH_BODY)},
+        summary="Add subscriptions",
+    )
+    def create(self, request: Request) -> Response:
+        entries = request.data.get("subscriptions") if isinstance(request.data, dict) else None
+        limit = settings.MAX_ADD_ENTRIES
+        if isinstance(entries, list) and len(entries) > limit:
+            raise InvalidInput(f"Too many subscriptions: at most {limit} entries per request")
+        serializer = AddRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.subscription_add_many(
+            user=request.user,
+            entries=[
+                services.AddEntry(**entry) for entry in serializer.validated_data["subscriptions"]
+            ],
+        )
+        return Response(AddResponseSerializer(result).data)
+
+    @extend_schema(
+        parameters=[GUID_PARAMETER],
+        responses={200: SubscriptionSerializer, **errors(*AUTHENTICATED, 404, 410)},
+        summary="Read a subscription",
+    )
+    def retrieve(self, request: Request, guid: str) -> Response:
+        asked = parse_path_guid(guid)
+        sub = selectors.subscription_by_guid(user=request.user, guid=asked)
+        return Response(SubscriptionSerializer((sub, asked)).data)
+
+    @extend_schema(
+        parameters=[GUID_PARAMETER],
+        request=UpdateRequestSerializer,
+        responses={
+            200: UpdateResponseSerializer,
+            **errors(*AUTHENTICATED, *WITH_BODY, 404, 410),
+        },
+        summary="Change a subscription",
+    )
+    def partial_update(self, request: Request, guid: str) -> Response:
+        asked = parse_path_guid(guid)
+        serializer = UpdateRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        change = services.SubscriptionUpdate(**serializer.validated_data)
+        sub = services.subscription_update(user=request.user, guid=asked, change=change)
+        # The answer holds only what was asked about (product.md section 7).
+        answer: dict[str, object] = {}
+        if change.new_feed_url is not None:
+            answer.update(new_feed_url=sub.feed_url, subscription_changed=sub.subscription_changed)
+        if change.is_subscribed is not None:
+            answer.update(
+                is_subscribed=sub.is_subscribed, subscription_changed=sub.subscription_changed
+            )
+        if change.new_guid is not None:
+            answer.update(new_guid=sub.guid, guid_changed=sub.guid_changed)
+        return Response(UpdateResponseSerializer(answer).data)

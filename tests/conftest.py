@@ -1,0 +1,75 @@
+"""Test fixtures: a real PostgreSQL for the session, users, and authenticated API clients."""
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework.test import APIClient
+from rest_framework_simplejwt.tokens import RefreshToken
+
+from tests import servers
+from tests.factories import UserFactory
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[servers.Server | None]:
+    """A PostgreSQL started for this session, unless TEST_DATABASE_URL names one."""
+    if os.environ.get("TEST_DATABASE_URL"):
+        yield None
+        return
+    with servers.postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    postgres_server: servers.Server | None, django_db_modify_db_settings_parallel_suffix: None
+) -> None:
+    if postgres_server is not None:
+        settings.DATABASES["default"].update(
+            HOST=postgres_server.host, PORT=str(postgres_server.port)
+        )
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> Iterator[None]:
+    """Throttle counters live in the cache: each test starts with none."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def client_for(user: Any) -> APIClient:
+    client = APIClient()
+    token = RefreshToken.for_user(user).access_token
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+@pytest.fixture
+def user(db: None) -> object:
+    return UserFactory()
+
+
+@pytest.fixture
+def other_user(db: None) -> object:
+    return UserFactory()
+
+
+@pytest.fixture
+def api(user: object) -> APIClient:
+    """An API client carrying a real bearer token of `user`."""
+    return client_for(user)
+
+
+@pytest.fixture
+def other_api(other_user: object) -> APIClient:
+    return client_for(other_user)
+
+
+@pytest.fixture
+def anon() -> APIClient:
+    return APIClient()

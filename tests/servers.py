@@ -1,0 +1,103 @@
+"""Real PostgreSQL and Redis servers for the test session, started from the installed binaries.
+
+PostgreSQL refuses to run as root, so under root the server runs as the `postgres` user.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pg_bin(name: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    for candidate in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True):
+        return str(candidate)
+    raise RuntimeError(f"{name} not found: install PostgreSQL's server binaries (make test does)")
+
+
+@dataclass(frozen=True)
+class Server:
+    host: str
+    port: int
+    process_dir: Path
+
+
+@contextmanager
+def postgres() -> Iterator[Server]:
+    base = Path(tempfile.mkdtemp(prefix="opa-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data, port = base / "data", free_port()
+    subprocess.run(
+        [*as_user, _pg_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+         "-E", "UTF8", "--no-sync"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    options = (
+        f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+    )
+    subprocess.run(
+        [*as_user, _pg_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"),
+         "-w", "-t", "60", "start"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    try:
+        yield Server("127.0.0.1", port, base)
+    finally:
+        subprocess.run(
+            [*as_user, _pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@contextmanager
+def redis() -> Iterator[Server]:
+    base = Path(tempfile.mkdtemp(prefix="opa-redis-"))
+    port = free_port()
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(base)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("redis-server did not start") from None
+            time.sleep(0.05)
+    try:
+        yield Server("127.0.0.1", port, base)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        shutil.rmtree(base, ignore_errors=True)
