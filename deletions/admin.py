@@ -1,18 +1,35 @@
-"""Staff view of deletions, filterable by status and user."""
+"""Staff view of deletions, filterable by status and user, with an action to re-run them."""
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from deletions import services
 from deletions.models import Deletion
 
 
 @admin.register(Deletion)
 class DeletionAdmin(admin.ModelAdmin):
-    list_display = ["id", "user", "guid", "status", "requested", "finished", "attempts"]
+    list_display = ["id", "user", "guid", "status", "requested", "finished", "attempts", "message"]
     list_filter = ["status", ("user", admin.RelatedOnlyFieldListFilter)]
-    search_fields = ["=guid", "user__username", "=id"]
+    search_fields = ["=guid", "user__username"]
     list_select_related = ["user"]
-    readonly_fields = [f.name for f in Deletion._meta.fields]
+    readonly_fields = [field.name for field in Deletion._meta.fields]
+    actions = ["retry"]
+
+    @admin.action(description="Re-run selected failed or pending deletions")
+    def retry(self, request: HttpRequest, queryset: QuerySet[Deletion]) -> None:
+        ids = list(queryset.exclude(status=Deletion.Status.SUCCESS).values_list("pk", flat=True))
+        sent = services.deletion_retry(deletion_ids=ids)
+        skipped = queryset.count() - sent
+        self.message_user(request, f"Sent {sent} deletion(s) again.", messages.SUCCESS)
+        if skipped:
+            self.message_user(
+                request,
+                f"Skipped {skipped}: already successful, or their subscription is gone or "
+                "has another deletion pending.",
+                messages.WARNING,
+            )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -5,6 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from deletions.models import Deletion
+from deletions.services import RECEIVED
 
 DEFAULT_MESSAGES = {
     Deletion.Status.PENDING: "Deletion is pending",
@@ -24,3 +25,11 @@ class DeletionSerializer(serializers.Serializer):
             "status": instance.status,
             "message": instance.message or DEFAULT_MESSAGES[instance.status],
         }
+
+
+class DeletionRequestedSerializer(serializers.Serializer):
+    deletion_id = serializers.IntegerField()
+    message = serializers.CharField()
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        return {"deletion_id": instance.pk, "message": RECEIVED}

@@ -52,9 +52,12 @@ class _ValidEntry:
     computed_guid: uuid.UUID
 
 
-def _lock_user(user: Any) -> None:
-    """Serialise one user's writes: concurrent adds of one feed then make one subscription."""
-    get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").first()
+def lock_user_writes(user_id: int) -> None:
+    """Serialise one user's writes (until the transaction ends).
+
+    Concurrent adds of one feed then make one subscription, and a merge never races a deletion.
+    """
+    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
 
 
 class _Workspace:
@@ -295,7 +298,7 @@ def subscription_add_many(*, user: Any, entries: Sequence[AddEntry]) -> AddResul
 
     guids = {g for e in valid for g in (e.sent_guid, e.computed_guid) if g is not None}
     with transaction.atomic():
-        _lock_user(user)
+        lock_user_writes(user.pk)
         ws = _Workspace(user, guids=guids, digests={e.digest for e in valid}, now=clock.now())
         added = [_add_one(ws, entry) for entry in valid]
         ws.flush()
@@ -325,7 +328,7 @@ def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdat
         digest = feeds.feed_key_digest(change.new_feed_url)
 
     with transaction.atomic():
-        _lock_user(user)
+        lock_user_writes(user.pk)
         wanted = [guid] if change.new_guid is None else [guid, change.new_guid]
         ws = _Workspace(user, guids=wanted, digests=[digest] if digest else [], now=clock.now())
         sub = ws.by_guid.get(guid)

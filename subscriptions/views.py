@@ -10,6 +10,8 @@ from rest_framework.response import Response
 
 from config.api.schema import AUTHENTICATED, WITH_BODY, errors
 from config.exceptions import InvalidInput
+from deletions import services as deletion_services
+from deletions.serializers import DeletionRequestedSerializer
 from subscriptions import feeds, selectors, services
 from subscriptions.serializers import (
     AddRequestSerializer,
@@ -91,3 +93,17 @@ class SubscriptionViewSet(viewsets.ViewSet):
         if change.new_guid is not None:
             answer.update(new_guid=sub.guid, guid_changed=sub.guid_changed)
         return Response(UpdateResponseSerializer(answer).data)
+
+    @extend_schema(
+        parameters=[GUID_PARAMETER],
+        request=None,
+        responses={202: DeletionRequestedSerializer, **errors(*AUTHENTICATED, 404, 410)},
+        summary="Delete a subscription (asynchronously)",
+        description=(
+            "Answers 202 at once with the id to follow at GET /v1/deletions/{id}. "
+            "While a deletion is pending, a repeated DELETE answers the same id."
+        ),
+    )
+    def destroy(self, request: Request, guid: str) -> Response:
+        deletion = deletion_services.deletion_request(user=request.user, guid=parse_path_guid(guid))
+        return Response(DeletionRequestedSerializer(deletion).data, status=202)

@@ -74,30 +74,47 @@ def postgres() -> Iterator[Server]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+class RedisServer:
+    """A redis-server on a fixed free port that a test can stop and start again."""
+
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="opa-redis-"))
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", str(self.base)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    self.process.kill()
+                    raise RuntimeError("redis-server did not start") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+
 @contextmanager
-def redis() -> Iterator[Server]:
-    base = Path(tempfile.mkdtemp(prefix="opa-redis-"))
-    port = free_port()
-    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(base)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("redis-server did not start") from None
-            time.sleep(0.05)
+def redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
     try:
-        yield Server("127.0.0.1", port, base)
+        yield server
     finally:
-        process.terminate()
-        process.wait(timeout=30)
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.base, ignore_errors=True)

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = BASE_DIR / "data"
@@ -178,7 +179,15 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/v1",
 }
 
-# --- Celery (issue: deletions) -------------------------------------------------------------
+# --- Deletions (product.md section 10) -------------------------------------------------------
+# A deletion still PENDING this long after it was sent is sent again by the sweep ...
+DELETION_RESEND_AFTER = env.int("DELETION_RESEND_AFTER", default=300)
+# ... which fails it once it has been sent this many times.
+DELETION_MAX_ATTEMPTS = env.int("DELETION_MAX_ATTEMPTS", default=5)
+DELETION_SWEEP_INTERVAL = env.float("DELETION_SWEEP_INTERVAL", default=60.0)
+DELETION_SWEEP_BATCH = env.int("DELETION_SWEEP_BATCH", default=1000)
+
+# --- Celery ----------------------------------------------------------------------------------
 # Without REDIS_URL, tasks run in-process right after the commit that sent them.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
@@ -189,8 +198,26 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=300)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
 # Redis redelivers an unacknowledged message after this; it must outlast the longest task.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 4}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT * 4,
+    "socket_connect_timeout": 3,
+    "socket_timeout": 10,
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
+# A request must not hang on a broker that is down: one quick retry, then the sweep's turn.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5}
+# One queue per kind of work, so a backlog of one never delays another. A worker started
+# without -Q consumes all of them.
+QUEUES = ("celery", "deletions")
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in QUEUES)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-deletions": {
+        "task": "deletions.tasks.sweep_deletions",
+        "schedule": DELETION_SWEEP_INTERVAL,
+    },
+}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"

@@ -1,0 +1,188 @@
+"""Deleting a subscription: the request, the work a Celery worker does, and the sweep.
+
+The lifecycle (product.md section 10): DELETE writes a PENDING Deletion and sends the task after
+commit. The task claims the deletion under a row lock and does the whole deletion in one
+transaction, so a redelivered or duplicate message finds it finished and does nothing. A periodic
+sweep re-sends deletions left pending (lost message, broker down, worker killed) and fails them
+after a bounded number of attempts, so none stays PENDING.
+"""
+
+import logging
+import uuid
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from config import clock
+from config.exceptions import Gone, NotFound
+from deletions.models import Deletion
+from subscriptions.models import Subscription, SubscriptionGuid
+from subscriptions.services import lock_user_writes
+
+logger = logging.getLogger(__name__)
+
+RECEIVED = "Deletion request was received and will be processed"
+SUCCEEDED = "Subscription deleted successfully"
+ROLLED_BACK = "The deletion process encountered an error and was rolled back"
+RESUBSCRIBED = (
+    "The subscription was changed after the deletion was requested, so the later change wins: "
+    "nothing was deleted"
+)
+MERGED = "The subscription was merged into another before the deletion ran: nothing was deleted"
+
+
+def deletion_request(*, user: Any, guid: uuid.UUID) -> Deletion:
+    """Record a PENDING deletion of the subscription that has or had `guid`.
+
+    A deletion already pending for it is returned as it is. The task is sent after commit.
+    """
+    with transaction.atomic():
+        lock_user_writes(user.pk)
+        row = SubscriptionGuid.objects.filter(user=user, guid=guid).only("subscription").first()
+        if row is None:
+            raise NotFound()
+        sub = Subscription.objects.select_for_update().get(pk=row.subscription_id)
+        if sub.deleted is not None:
+            raise Gone()
+        pending = Deletion.objects.filter(subscription=sub, status=Deletion.Status.PENDING).first()
+        if pending is not None:
+            return pending
+        now = clock.now()
+        deletion = Deletion.objects.create(
+            user=user, subscription=sub, guid=guid, requested=now, attempts=1, last_sent=now
+        )
+        transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
+    return deletion
+
+
+def deletion_send(*, deletion_id: int) -> None:
+    """Hand the deletion to a worker (or, without a broker, run it now).
+
+    A broker that cannot be reached is logged, not raised: the row is PENDING and the sweep
+    sends it again once the broker is back.
+    """
+    from deletions.tasks import process_deletion
+
+    try:
+        process_deletion.delay(deletion_id)
+    except Exception:  # whatever the broker client raised, the sweep will retry
+        logger.warning(
+            "Could not send deletion %s; the sweep will resend it", deletion_id, exc_info=True
+        )
+
+
+def deletion_process(*, deletion_id: int) -> str:
+    """Perform one deletion in one transaction; returns the status it ended with.
+
+    An error rolls everything back and propagates: the task retries transient database errors
+    with backoff and ends the deletion as FAILURE on any other, or when retries run out.
+    """
+    with transaction.atomic():
+        deletion = Deletion.objects.select_for_update().filter(pk=deletion_id).first()
+        if deletion is None or deletion.status != Deletion.Status.PENDING:
+            return "skipped"  # a duplicate or redelivered message: the work is done
+        lock_user_writes(deletion.user_id)
+        sub = (
+            Subscription.objects.select_for_update().filter(pk=deletion.subscription_id).first()
+            if deletion.subscription_id
+            else None
+        )
+        if sub is None:
+            return _finish(deletion, Deletion.Status.FAILURE, MERGED)
+        if sub.subscription_changed > deletion.requested:
+            return _finish(deletion, Deletion.Status.FAILURE, RESUBSCRIBED)
+        _tombstone(sub)
+        return _finish(deletion, Deletion.Status.SUCCESS, SUCCEEDED)
+
+
+def _tombstone(sub: Subscription) -> None:
+    """Mark the subscription deleted. Its guid and feed URL history stay, pointing at it, so
+    every guid it had answers 410 and adding its feed again re-subscribes it."""
+    now = clock.now()
+    sub.deleted = now
+    sub.is_subscribed = False
+    sub.subscription_changed = now
+    sub.save(update_fields=["deleted", "is_subscribed", "subscription_changed"])
+
+
+def _finish(deletion: Deletion, status: str, message: str) -> str:
+    deletion.status = status
+    deletion.message = message
+    deletion.finished = clock.now()
+    deletion.save(update_fields=["status", "message", "finished"])
+    return status
+
+
+def deletion_fail(*, deletion_id: int, message: str = ROLLED_BACK) -> None:
+    """End a deletion that is still PENDING as FAILURE (its work was rolled back)."""
+    with transaction.atomic():
+        deletion = Deletion.objects.select_for_update().filter(pk=deletion_id).first()
+        if deletion is not None and deletion.status == Deletion.Status.PENDING:
+            _finish(deletion, Deletion.Status.FAILURE, message)
+
+
+def deletion_retry(*, deletion_ids: list[int]) -> int:
+    """Staff action: send FAILURE or PENDING deletions through the normal flow again.
+
+    A FAILURE becomes a new attempt of the same deletion, unless its subscription has since
+    been deleted, re-subscribed after a newer request, or gone; returns how many were sent.
+    """
+    sent = 0
+    now = clock.now()
+    with transaction.atomic():
+        for deletion in Deletion.objects.select_for_update().filter(pk__in=deletion_ids):
+            if deletion.status == Deletion.Status.SUCCESS:
+                continue
+            if deletion.status == Deletion.Status.FAILURE:
+                if deletion.subscription_id is None or (
+                    Deletion.objects.filter(
+                        subscription_id=deletion.subscription_id, status=Deletion.Status.PENDING
+                    ).exists()
+                ):
+                    continue
+                # The staff member's retry is a new request: a re-subscribe before it is no
+                # reason to fail again.
+                deletion.requested = now
+                deletion.status = Deletion.Status.PENDING
+                deletion.message = ""
+                deletion.finished = None
+                deletion.attempts = 0
+            deletion.attempts += 1
+            deletion.last_sent = now
+            deletion.save()
+            transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
+            sent += 1
+    return sent
+
+
+def deletion_sweep() -> dict[str, int]:
+    """Re-send deletions pending for longer than DELETION_RESEND_AFTER; fail those that have
+    been sent DELETION_MAX_ATTEMPTS times. Run by Celery beat."""
+    now = clock.now()
+    cutoff = now - timedelta(seconds=settings.DELETION_RESEND_AFTER)
+    resent = failed = 0
+    with transaction.atomic():
+        stale = (
+            Deletion.objects.select_for_update(skip_locked=True)
+            .filter(status=Deletion.Status.PENDING, last_sent__lt=cutoff)
+            .order_by("last_sent")[: settings.DELETION_SWEEP_BATCH]
+        )
+        for deletion in stale:
+            if deletion.attempts >= settings.DELETION_MAX_ATTEMPTS:
+                _finish(
+                    deletion,
+                    Deletion.Status.FAILURE,
+                    f"The deletion could not be processed after {deletion.attempts} attempts "
+                    "and was rolled back",
+                )
+                failed += 1
+                continue
+            deletion.attempts += 1
+            deletion.last_sent = now
+            deletion.save(update_fields=["attempts", "last_sent"])
+            transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
+            resent += 1
+    return {"resent": resent, "failed": failed}

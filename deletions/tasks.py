@@ -1,0 +1,42 @@
+"""Celery tasks of deletions: thin wrappers that take ids and call a service."""
+
+from typing import Any
+
+from celery import Task, shared_task
+from django.db import InterfaceError, OperationalError
+
+from deletions import services
+
+# Errors worth another try: the database went away, a deadlock, a serialization failure.
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+class DeletionTask(Task):
+    def on_failure(
+        self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any
+    ) -> None:
+        """Retries are spent (or the error was not transient): the deletion ends as FAILURE.
+
+        Should this write fail too, the row stays PENDING and the sweep takes it up.
+        """
+        services.deletion_fail(deletion_id=args[0])
+
+
+@shared_task(
+    base=DeletionTask,
+    queue="deletions",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    max_retries=5,
+    retry_backoff=1,
+    retry_backoff_max=60,
+    retry_jitter=True,
+)
+def process_deletion(deletion_id: int) -> str:
+    return services.deletion_process(deletion_id=deletion_id)
+
+
+@shared_task(queue="celery")
+def sweep_deletions() -> dict[str, int]:
+    return services.deletion_sweep()

@@ -1,0 +1,126 @@
+"""Fixtures that run the real thing: a Redis broker and Celery worker processes.
+
+The worker is a separate `celery -A config worker -B` process on the test database, so these
+tests commit their data (transactional_db) for it to see.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+from kombu import pools as kombu_pools
+
+from config.celery import app
+from tests import servers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[servers.RedisServer]:
+    with servers.redis() as server:
+        yield server
+
+
+def _reset_broker_pools() -> None:
+    """Forget broker connections made with the previous broker_url."""
+    app._pool = None
+    app.amqp._producer_pool = None
+    kombu_pools.reset()
+
+
+@pytest.fixture
+def broker(redis_server: servers.RedisServer, settings: Any) -> Iterator[servers.RedisServer]:
+    """This process sends tasks to the real Redis instead of running them in-process."""
+    if redis_server.process is None:
+        redis_server.start()
+    settings.REDIS_URL = redis_server.url
+    app.conf.update(broker_url=redis_server.url, task_always_eager=False)
+    _reset_broker_pools()
+    import redis
+
+    redis.Redis.from_url(redis_server.url).flushall()
+    try:
+        yield redis_server
+    finally:
+        app.conf.update(broker_url="memory://", task_always_eager=True)
+        _reset_broker_pools()
+        if redis_server.process is None:
+            redis_server.start()
+
+
+class Worker:
+    """A `celery -A config worker -B` process group; kill() is SIGKILL to all of it."""
+
+    def __init__(self, env: dict[str, str], log: Path):
+        self.env, self.log = env, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "Worker":
+        schedule = self.log.with_suffix(".schedule")
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "config", "worker", "-B",
+                 "--schedule", str(schedule), "--concurrency", "2", "--loglevel", "INFO",
+                 "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        return self
+
+    def kill(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            self.process = None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture
+def worker_factory(
+    broker: servers.RedisServer, transactional_db: None, tmp_path: Path
+) -> Iterator[Callable[..., Worker]]:
+    """Start workers on the test database and the test Redis; all are stopped at the end."""
+    db = connection.settings_dict
+    started: list[Worker] = []
+
+    def start(**overrides: str) -> Worker:
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings.test",
+            "TEST_DATABASE_URL": (
+                f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+            ),
+            "REDIS_URL": broker.url,
+            "DELETION_RESEND_AFTER": "2",
+            "DELETION_SWEEP_INTERVAL": "1",
+            "DELETION_MAX_ATTEMPTS": "20",
+            **overrides,
+        }
+        worker = Worker(env, tmp_path / f"worker{len(started)}.log").start()
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()

@@ -1,0 +1,101 @@
+"""Deletions end to end: the API, a real Redis and real Celery worker processes."""
+
+import redis
+from django.db import transaction
+
+from deletions import services
+from deletions.models import Deletion
+from tests.helpers import subscribe, wait_until
+
+FEED = "https://example.com/show/{}.xml"
+
+
+def deletion_status(api, deletion_id):
+    response = api.get(f"/v1/deletions/{deletion_id}")
+    assert response.status_code == 200
+    return response.json()["status"]
+
+
+def request_deletions(api, user, count):
+    guids = [str(subscribe(user, FEED.format(n)).guid) for n in range(count)]
+    ids = []
+    for guid in guids:
+        response = api.delete(f"/v1/subscriptions/{guid}")
+        assert response.status_code == 202, response.content
+        ids.append(response.json()["deletion_id"])
+    return guids, ids
+
+
+def counts(ids):
+    result: dict[str, int] = {}
+    for status in Deletion.objects.filter(pk__in=ids).values_list("status", flat=True):
+        result[status] = result.get(status, 0) + 1
+    return result
+
+
+def test_delete_pending_then_success_through_the_api(api, user, worker_factory):
+    guids, ids = request_deletions(api, user, 1)
+    assert deletion_status(api, ids[0]) == "PENDING"  # no worker yet
+
+    worker = worker_factory()
+
+    wait_until(lambda: deletion_status(api, ids[0]) == "SUCCESS", 60, worker.output)
+    assert api.get(f"/v1/subscriptions/{guids[0]}").status_code == 410
+
+
+def test_commit_sends_exactly_one_task_and_rollback_none(user, broker, transactional_db):
+    queue = redis.Redis.from_url(broker.url)
+    rolled_back = subscribe(user, FEED.format("rolled-back"))
+    committed = subscribe(user, FEED.format("committed"))
+
+    class Abort(Exception):
+        pass
+
+    try:
+        with transaction.atomic():
+            services.deletion_request(user=user, guid=rolled_back.guid)
+            assert queue.llen("deletions") == 0  # nothing is sent inside the transaction
+            raise Abort
+    except Abort:
+        pass
+    assert queue.llen("deletions") == 0
+    assert not Deletion.objects.exists()
+
+    services.deletion_request(user=user, guid=committed.guid)
+    assert queue.llen("deletions") == 1
+
+
+def test_worker_killed_during_100_deletions(api, user, worker_factory):
+    guids, ids = request_deletions(api, user, 100)  # queued while no worker runs
+    first = worker_factory()
+    wait_until(lambda: counts(ids).get("SUCCESS", 0) >= 1, 60, first.output)
+
+    first.kill()  # SIGKILL to the whole worker, children included, mid-way
+    left = counts(ids).get("PENDING", 0)
+    assert left > 0, "the worker finished before it was killed: nothing was tested"
+    second = worker_factory()
+
+    wait_until(lambda: counts(ids).get("PENDING", 0) == 0, 120, second.output)
+    final = counts(ids)
+    assert sum(final.values()) == 100
+    assert set(final) <= {"SUCCESS", "FAILURE"}
+    assert final.get("SUCCESS", 0) == 100, (final, left)
+    for guid in guids[:5]:
+        assert api.get(f"/v1/subscriptions/{guid}").status_code == 410
+
+
+def test_broker_outage_during_20_deletes(api, user, worker_factory, broker):
+    worker = worker_factory()
+    guids = [str(subscribe(user, FEED.format(n)).guid) for n in range(20)]
+
+    broker.stop()
+    ids = []
+    for guid in guids:
+        response = api.delete(f"/v1/subscriptions/{guid}")
+        assert response.status_code == 202, response.content
+        ids.append(response.json()["deletion_id"])
+    assert counts(ids) == {"PENDING": 20}
+
+    broker.start()
+
+    wait_until(lambda: counts(ids) == {"SUCCESS": 20}, 120, worker.output)
