@@ -5,14 +5,18 @@ PostgreSQL refuses to run as root, so under root the server runs as the `postgre
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -118,3 +122,45 @@ def redis() -> Iterator[RedisServer]:
     finally:
         server.stop()
         shutil.rmtree(server.base, ignore_errors=True)
+
+
+class Worker:
+    """A `celery -A config worker -B` process group; kill() is SIGKILL to all of it."""
+
+    def __init__(self, env: dict[str, str], log: Path):
+        self.env, self.log = env, log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, concurrency: int = 2) -> "Worker":
+        schedule = self.log.with_suffix(".schedule")
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "config", "worker", "-B",
+                 "--schedule", str(schedule), "--concurrency", str(concurrency),
+                 "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+                 "--without-heartbeat"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        return self
+
+    def kill(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            self.process = None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")

@@ -5,9 +5,6 @@ tests commit their data (transactional_db) for it to see.
 """
 
 import os
-import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +16,6 @@ from kombu import pools as kombu_pools
 from config.celery import app
 from tests import servers
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[servers.RedisServer]:
@@ -30,8 +25,8 @@ def redis_server() -> Iterator[servers.RedisServer]:
 
 def _reset_broker_pools() -> None:
     """Forget broker connections made with the previous broker_url."""
-    app._pool = None
-    app.amqp._producer_pool = None
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
     kombu_pools.reset()
 
 
@@ -55,56 +50,15 @@ def broker(redis_server: servers.RedisServer, settings: Any) -> Iterator[servers
             redis_server.start()
 
 
-class Worker:
-    """A `celery -A config worker -B` process group; kill() is SIGKILL to all of it."""
-
-    def __init__(self, env: dict[str, str], log: Path):
-        self.env, self.log = env, log
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> "Worker":
-        schedule = self.log.with_suffix(".schedule")
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "-B",
-                 "--schedule", str(schedule), "--concurrency", "2", "--loglevel", "INFO",
-                 "--without-gossip", "--without-mingle", "--without-heartbeat"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )  # fmt: skip
-        return self
-
-    def kill(self) -> None:
-        if self.process is not None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
-            self.process = None
-
-    def stop(self) -> None:
-        if self.process is not None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-            self.process = None
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
 @pytest.fixture
 def worker_factory(
     broker: servers.RedisServer, transactional_db: None, tmp_path: Path
-) -> Iterator[Callable[..., Worker]]:
+) -> Iterator[Callable[..., servers.Worker]]:
     """Start workers on the test database and the test Redis; all are stopped at the end."""
     db = connection.settings_dict
-    started: list[Worker] = []
+    started: list[servers.Worker] = []
 
-    def start(**overrides: str) -> Worker:
+    def start(**overrides: str) -> servers.Worker:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
@@ -117,7 +71,7 @@ def worker_factory(
             "DELETION_MAX_ATTEMPTS": "20",
             **overrides,
         }
-        worker = Worker(env, tmp_path / f"worker{len(started)}.log").start()
+        worker = servers.Worker(env, tmp_path / f"worker{len(started)}.log").start()
         started.append(worker)
         return worker
 
