@@ -1,0 +1,162 @@
+"""Benchmarks: prints figures, asserts nothing. Run with `make bench`.
+
+Starts its own PostgreSQL, Redis and Celery workers (the same helpers the tests use), then
+measures, through the full Django stack:
+- POST /v1/subscriptions with 1 and 500 entries, GET and PATCH of one subscription;
+- DELETE -> SUCCESS latency with an idle worker (p50, p95);
+- how long 1,000 deletions take to drain with 2 worker processes.
+"""
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests import servers  # noqa: E402
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def report(name: str, seconds: list[float]) -> None:
+    ms = [s * 1000 for s in seconds]
+    print(
+        f"{name:<44} n={len(ms):<5} p50={percentile(ms, 0.5):8.2f} ms  "
+        f"p95={percentile(ms, 0.95):8.2f} ms  mean={statistics.fmean(ms):8.2f} ms"
+    )
+
+
+def main() -> None:
+    with servers.postgres() as pg, servers.redis() as redis_server:
+        database_url = f"postgres://postgres@{pg.host}:{pg.port}/opa_bench"
+        os.environ.update(
+            DJANGO_SETTINGS_MODULE="config.settings.test",
+            TEST_DATABASE_URL=database_url,
+            REDIS_URL=redis_server.url,
+            THROTTLE_USER_RATE="1000000/min",
+            ALLOWED_HOSTS="testserver",
+        )
+        import django
+        import psycopg
+
+        with psycopg.connect(
+            f"postgresql://postgres@{pg.host}:{pg.port}/postgres", autocommit=True
+        ) as conn:
+            conn.execute("CREATE DATABASE opa_bench")
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        run_benchmarks(database_url, redis_server)
+
+
+def run_benchmarks(database_url: str, redis_server: servers.RedisServer) -> None:
+    import tempfile
+
+    from django.db import connection
+    from rest_framework.test import APIClient
+    from rest_framework_simplejwt.tokens import RefreshToken
+
+    from deletions import services as deletion_services
+    from deletions.models import Deletion
+    from tests.factories import UserFactory
+    from tests.helpers import subscribe
+
+    user = UserFactory()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
+    print("opa-subscriptions benchmarks (in-process Django stack, PostgreSQL, Redis)\n")
+
+    def timed(call: object, repeat: int) -> list[float]:
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            call()  # type: ignore[operator]
+            samples.append(time.perf_counter() - start)
+        return samples
+
+    counter = iter(range(10**9))
+
+    def add(n: int) -> None:
+        batch = next(counter)
+        body = {
+            "subscriptions": [
+                {"feed_url": f"https://bench.example.com/{batch}/{i}.xml"} for i in range(n)
+            ]
+        }
+        response = api.post("/v1/subscriptions", body, format="json")
+        assert response.status_code == 200 and len(response.json()["success"]) == n
+
+    report("POST /v1/subscriptions, 1 new entry", timed(lambda: add(1), 200))
+    report("POST /v1/subscriptions, 500 new entries", timed(lambda: add(500), 20))
+    existing = {
+        "subscriptions": [{"feed_url": f"https://bench.example.com/1/{i}.xml"} for i in range(500)]
+    }
+    report(
+        "POST /v1/subscriptions, 500 existing entries",
+        timed(lambda: api.post("/v1/subscriptions", existing, format="json"), 20),
+    )
+    guid = subscribe(user, "https://bench.example.com/one.xml").guid
+    report("GET /v1/subscriptions/{guid}", timed(lambda: api.get(f"/v1/subscriptions/{guid}"), 300))
+    flip = iter([True, False] * 1000)
+    report(
+        "PATCH /v1/subscriptions/{guid} is_subscribed",
+        timed(
+            lambda: api.patch(
+                f"/v1/subscriptions/{guid}", {"is_subscribed": next(flip)}, format="json"
+            ),
+            300,
+        ),
+    )
+
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "TEST_DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "LOG_LEVEL": "WARNING",
+    }
+    logs = Path(tempfile.mkdtemp(prefix="opa-bench-"))
+
+    worker = servers.Worker(env, logs / "idle.log").start(concurrency=1)
+    try:
+        time.sleep(3)  # let it connect
+        latencies = []
+        for n in range(100):
+            guid = subscribe(user, f"https://bench.example.com/latency/{n}.xml").guid
+            start = time.perf_counter()
+            response = api.delete(f"/v1/subscriptions/{guid}")
+            deletion_id = response.json()["deletion_id"]
+            while Deletion.objects.filter(pk=deletion_id, status="PENDING").exists():
+                time.sleep(0.001)
+            latencies.append(time.perf_counter() - start)
+        report("DELETE -> SUCCESS, idle worker", latencies)
+    finally:
+        worker.stop()
+
+    guids = [subscribe(user, f"https://bench.example.com/drain/{n}.xml").guid for n in range(1000)]
+    worker = servers.Worker(env, logs / "drain.log").start(concurrency=2)
+    try:
+        time.sleep(3)
+        start = time.perf_counter()
+        ids = [deletion_services.deletion_request(user=user, guid=g).pk for g in guids]
+        queued = time.perf_counter() - start
+        while Deletion.objects.filter(pk__in=ids, status="PENDING").exists():
+            time.sleep(0.01)
+        drained = time.perf_counter() - start
+        done = Deletion.objects.filter(pk__in=ids, status="SUCCESS").count()
+        print(
+            f"{'1,000 deletions, 2 worker processes':<44} requested in {queued:.2f} s, "
+            f"all finished after {drained:.2f} s ({1000 / drained:.0f}/s), {done} SUCCESS"
+        )
+    finally:
+        worker.stop()
+
+
+if __name__ == "__main__":
+    main()
