@@ -22,6 +22,7 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 run: export DEBUG ?= true
 run: $(VENV)/.runtime
 	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py sweep_deletions --all
 	$(BIN)/python manage.py ensure_staff
 	@echo ""
 	@echo "  API root:  http://$(HOST):$(PORT)/v1/"

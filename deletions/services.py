@@ -158,11 +158,13 @@ def deletion_retry(*, deletion_ids: list[int]) -> int:
     return sent
 
 
-def deletion_sweep() -> dict[str, int]:
-    """Re-send deletions pending for longer than DELETION_RESEND_AFTER; fail those that have
-    been sent DELETION_MAX_ATTEMPTS times. Run by Celery beat."""
+def deletion_sweep(*, resend_after: float | None = None) -> dict[str, int]:
+    """Re-send deletions pending for longer than `resend_after` seconds (default:
+    DELETION_RESEND_AFTER); fail those sent DELETION_MAX_ATTEMPTS times. Run by Celery beat."""
     now = clock.now()
-    cutoff = now - timedelta(seconds=settings.DELETION_RESEND_AFTER)
+    if resend_after is None:
+        resend_after = settings.DELETION_RESEND_AFTER
+    cutoff = now - timedelta(seconds=resend_after)
     resent = failed = 0
     with transaction.atomic():
         stale = (

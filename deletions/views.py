@@ -13,7 +13,7 @@ from deletions import selectors
 from deletions.serializers import DeletionSerializer
 
 # Clients generated from the OPA schema, which types the id as a number, may send 25.0.
-_INTEGRAL = re.compile(r"^(\d{1,19})(?:\.0*)?$")
+_INTEGRAL = re.compile(r"^([0-9]{1,19})(?:\.0*)?$")
 _MAX_ID = 2**63 - 1
 
 

@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import StrictBooleanField, StrictCharField, TimestampField
+from config.api.fields import RawStringField, StrictBooleanField, StrictCharField, TimestampField
 from config.api.serializers import OmitNoneSerializer
 from subscriptions import feeds
 
@@ -35,7 +35,7 @@ class StrictUUIDField(StrictCharField):
 
 
 class AddEntrySerializer(serializers.Serializer):
-    feed_url = StrictCharField(trim_whitespace=False, allow_blank=True)
+    feed_url = RawStringField()
     guid = SentGuidField(required=False, allow_null=True)
 
 
@@ -87,7 +87,7 @@ class SubscriptionSerializer(OmitNoneSerializer):
 
 
 class UpdateRequestSerializer(serializers.Serializer):
-    new_feed_url = StrictCharField(required=False, trim_whitespace=False, allow_blank=True)
+    new_feed_url = RawStringField(required=False)
     new_guid = StrictUUIDField(required=False)
     is_subscribed = StrictBooleanField(required=False)
 

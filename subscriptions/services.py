@@ -264,9 +264,8 @@ def _add_one(ws: _Workspace, entry: _ValidEntry) -> Subscription:
         # A sent guid is authoritative: it decides which subscription this is.
         sub = ws.by_guid.get(entry.sent_guid)
         if sub is not None:
-            # A URL the subscription already had is a stale client, not a move back.
-            if ws.by_digest.get(entry.digest) is not sub:
-                ws.move_feed(sub, entry.url, entry.digest)
+            if feeds.feed_key_digest(sub.feed_url) != entry.digest:
+                ws.move_feed(sub, entry.url, entry.digest)  # the feed moved
         else:
             sub = ws.by_digest.get(entry.digest)
             if sub is None:

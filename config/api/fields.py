@@ -29,6 +29,25 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(OpenApiTypes.STR)
+class RawStringField(serializers.Field):
+    """Any JSON string, kept exactly as sent: the service judges its content.
+
+    DRF's CharField would refuse NUL and lone surrogates for the whole request, where a bad
+    feed URL in an add request is a failure of that entry only.
+    """
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 class StrictBooleanField(serializers.BooleanField):
     """A JSON true or false: DRF's BooleanField would take "yes" and 1."""
 

@@ -142,7 +142,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JSONRenderer"],
     "DEFAULT_THROTTLE_CLASSES": ["config.api.throttles.UserThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
@@ -229,9 +229,13 @@ SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 3600)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-SILENCED_SYSTEM_CHECKS = env.list("SILENCED_SYSTEM_CHECKS", default=["security.W005"])
+# HSTS for subdomains and preloading commit every host of the domain: the operator opts in.
+SILENCED_SYSTEM_CHECKS = env.list(
+    "SILENCED_SYSTEM_CHECKS", default=["security.W005", "security.W021"]
+)
 
 LOGGING = {
     "version": 1,

@@ -10,6 +10,14 @@ from deletions.services import deletion_sweep
 class Command(BaseCommand):
     help = "Re-send deletions pending too long; fail those out of attempts."
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        result = deletion_sweep()
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--all",
+            action="store_true",
+            help="Send every pending deletion, however recently it was sent (at start-up, when "
+            "no worker is running).",
+        )
+
+    def handle(self, *args: Any, all: bool, **options: Any) -> None:
+        result = deletion_sweep(resend_after=0 if all else None)
         self.stdout.write(f"Deletion sweep: {result['resent']} resent, {result['failed']} failed")
