@@ -12,6 +12,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -68,7 +69,7 @@ def run_benchmarks(database_url: str, redis_server: servers.RedisServer) -> None
     from tests.factories import UserFactory
     from tests.helpers import subscribe
 
-    user = UserFactory()
+    user: Any = UserFactory()
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
     print("opa-subscriptions benchmarks (in-process Django stack, PostgreSQL, Redis)\n")
@@ -91,7 +92,8 @@ def run_benchmarks(database_url: str, redis_server: servers.RedisServer) -> None
             ]
         }
         response = api.post("/v1/subscriptions", body, format="json")
-        assert response.status_code == 200 and len(response.json()["success"]) == n
+        if response.status_code != 200 or len(response.json()["success"]) != n:
+            raise RuntimeError(f"add failed: {response.status_code} {response.content[:200]!r}")
 
     report("POST /v1/subscriptions, 1 new entry", timed(lambda: add(1), 200))
     report("POST /v1/subscriptions, 500 new entries", timed(lambda: add(500), 20))

@@ -28,3 +28,8 @@ class Gone(DomainError):
 
 class InvalidInput(DomainError):
     default_message = "Input could not be validated"
+
+    def __init__(self, detail: str | None = None, *, errors: dict[str, Any] | None = None):
+        """`detail` says what was wrong; the message always starts with the default one."""
+        message = f"{self.default_message}: {detail}" if detail else None
+        super().__init__(message, errors=errors)

@@ -46,7 +46,7 @@ class SubscriptionViewSet(viewsets.ViewSet):
         entries = request.data.get("subscriptions") if isinstance(request.data, dict) else None
         limit = settings.MAX_ADD_ENTRIES
         if isinstance(entries, list) and len(entries) > limit:
-            raise InvalidInput(f"Too many subscriptions: at most {limit} entries per request")
+            raise InvalidInput(f"too many subscriptions, at most {limit} entries per request")
         serializer = AddRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         result = services.subscription_add_many(

@@ -5,6 +5,10 @@ from typing import Any
 from rest_framework import renderers
 
 
+class _EscapingJSONRenderer(renderers.JSONRenderer):
+    ensure_ascii = True
+
+
 class JSONRenderer(renderers.JSONRenderer):
     """DRF's renderer, escaping non-ASCII only when the data cannot be UTF-8.
 
@@ -18,8 +22,4 @@ class JSONRenderer(renderers.JSONRenderer):
         try:
             return super().render(data, accepted_media_type, renderer_context)
         except UnicodeEncodeError:
-            escaping = JSONRenderer()
-            escaping.ensure_ascii = True
-            return renderers.JSONRenderer.render(
-                escaping, data, accepted_media_type, renderer_context
-            )
+            return _EscapingJSONRenderer().render(data, accepted_media_type, renderer_context)

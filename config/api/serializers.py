@@ -43,8 +43,3 @@ class AccessTokenSerializer(serializers.Serializer):
 
 class LoginResponseSerializer(AccessTokenSerializer):
     refresh_endpoint = serializers.CharField()
-
-
-class CapabilitiesSerializer(serializers.Serializer):
-    def to_representation(self, instance: Any) -> Any:
-        return instance

@@ -5,7 +5,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
@@ -18,7 +19,6 @@ from config.api.fields import format_timestamp
 from config.api.schema import WITH_BODY, errors
 from config.api.serializers import (
     AccessTokenSerializer,
-    CapabilitiesSerializer,
     LoginResponseSerializer,
     LoginSerializer,
     RefreshSerializer,
@@ -50,7 +50,17 @@ class IndexView(PublicView):
 
 
 class CapabilitiesView(PublicView):
-    @extend_schema(responses={200: CapabilitiesSerializer}, summary="API versions and features")
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="Versions and features by URN",
+                examples=[OpenApiExample("Core only", value=CAPABILITIES)],
+            ),
+            **errors(429),
+        },
+        summary="API versions and features",
+    )
     def get(self, request: Request) -> Response:
         return Response(CAPABILITIES)
 

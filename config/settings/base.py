@@ -151,6 +151,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "config.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
+    # Trust X-Forwarded-For only from this many proxies in front: throttles key on the address.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
 }
 
 SIMPLE_JWT = {

@@ -1,0 +1,322 @@
+"""The Django admin for staff and the ensure_staff command (product.md section 12)."""
+
+import re
+import uuid
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from deletions.models import Deletion
+from subscriptions.models import Subscription
+from subscriptions.services import (
+    AddEntry,
+    SubscriptionUpdate,
+    subscription_add_many,
+    subscription_update,
+)
+from tests.factories import UserFactory
+
+SUBSCRIPTIONS = "/admin/subscriptions/subscription/"
+DELETIONS = "/admin/deletions/deletion/"
+
+
+@pytest.fixture
+def staff(db: None) -> Any:
+    return UserFactory(is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def admin_client(staff: Any) -> Client:
+    client = Client()
+    client.force_login(staff)
+    return client
+
+
+def subscribe(user: Any, feed_url: str) -> Subscription:
+    result = subscription_add_many(user=user, entries=[AddEntry(feed_url=feed_url)])
+    assert not result.failure
+    return result.success[0]
+
+
+@pytest.fixture
+def alice(db: None) -> Any:
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def bob(db: None) -> Any:
+    return UserFactory(username="bob")
+
+
+@pytest.fixture
+def alpha(alice: Any) -> Subscription:
+    return subscribe(alice, "https://alpha.example/feed.xml")
+
+
+@pytest.fixture
+def beta(bob: Any) -> Subscription:
+    return subscribe(bob, "https://beta.example/podcast?format=rss")
+
+
+def listed(client: Client, url: str) -> set[int]:
+    response = client.get(url)
+    assert response.status_code == 200, response.content[:500]
+    return {obj.pk for obj in response.context["cl"].result_list}
+
+
+# --- Subscriptions ----------------------------------------------------------------------------
+
+
+def test_subscription_list_loads(admin_client, alpha, beta):
+    assert listed(admin_client, SUBSCRIPTIONS) == {alpha.pk, beta.pk}
+
+
+@pytest.mark.parametrize(
+    "term",
+    ["alpha.example", "https://alpha.example/feed.xml", "ALPHA.EXAMPLE", "feed.xml"],
+)
+def test_search_by_feed_url(admin_client, alpha, beta, term):
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q={term}") == {alpha.pk}
+
+
+def test_search_by_feed_url_with_a_query_string(admin_client, alpha, beta):
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q=format%3Drss") == {beta.pk}
+
+
+def test_search_by_guid(admin_client, alpha, beta):
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q={alpha.guid}") == {alpha.pk}
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q={str(beta.guid).upper()}") == {beta.pk}
+
+
+def test_search_by_username(admin_client, alpha, beta, bob):
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q=bob") == {beta.pk}
+
+
+@pytest.mark.parametrize("term", ["nothing-matches", uuid.uuid4(), "a" * 3000])
+def test_search_that_matches_nothing_is_an_empty_list(admin_client, alpha, term):
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q={term}") == set()
+
+
+@pytest.mark.parametrize("term", ["%00", "%27", "%22", "%5C", "%ED%A0%80", "%25"])
+def test_odd_search_terms_do_not_break_the_list(admin_client, alpha, term):
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q={term}") <= {alpha.pk}
+
+
+def test_filter_by_subscribed(admin_client, alice, alpha):
+    gone_quiet = subscribe(alice, "https://quiet.example/feed")
+    subscription_update(
+        user=alice, guid=gone_quiet.guid, change=SubscriptionUpdate(is_subscribed=False)
+    )
+
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?is_subscribed__exact=1") == {alpha.pk}
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?is_subscribed__exact=0") == {gone_quiet.pk}
+
+
+def test_filter_by_deleted(admin_client, alice, alpha):
+    removed = subscribe(alice, "https://removed.example/feed")
+    Subscription.objects.filter(pk=removed.pk).update(deleted=timezone.now(), is_subscribed=False)
+
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?deleted=yes") == {removed.pk}
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?deleted=no") == {alpha.pk}
+
+
+def test_change_page_shows_the_guid_history(admin_client, alice, alpha):
+    first = alpha.guid
+    second, third = uuid.uuid4(), uuid.uuid4()
+    for new in (second, third):
+        subscription_update(user=alice, guid=first, change=SubscriptionUpdate(new_guid=new))
+
+    response = admin_client.get(f"{SUBSCRIPTIONS}{alpha.pk}/change/")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    for guid in (first, second, third):
+        assert str(guid) in page
+    assert "alpha.example/feed.xml" in page
+
+
+def test_search_finds_a_subscription_by_its_current_guid_after_a_change(admin_client, alice, alpha):
+    new = uuid.uuid4()
+    subscription_update(user=alice, guid=alpha.guid, change=SubscriptionUpdate(new_guid=new))
+
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q={new}") == {alpha.pk}
+
+
+def test_admin_cannot_bypass_the_rules_by_deleting_rows(admin_client, alpha):
+    response = admin_client.post(f"{SUBSCRIPTIONS}{alpha.pk}/delete/", {"post": "yes"})
+
+    assert response.status_code == 403
+    assert Subscription.objects.filter(pk=alpha.pk, deleted__isnull=True).exists()
+
+
+def test_admin_cannot_bypass_the_rules_by_editing_rows(admin_client, alpha):
+    admin_client.post(
+        f"{SUBSCRIPTIONS}{alpha.pk}/change/",
+        {"feed_url": "https://elsewhere.example/", "guid": str(uuid.uuid4()), "is_subscribed": ""},
+    )
+
+    alpha.refresh_from_db()
+    assert alpha.feed_url == "https://alpha.example/feed.xml"
+    assert alpha.is_subscribed is True
+
+
+def test_subscriptions_admin_is_for_staff_only(alpha, alice):
+    client = Client()
+    client.force_login(alice)
+
+    response = client.get(SUBSCRIPTIONS)
+
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+
+
+def count_queries(client: Client, url: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return len(queries)
+
+
+@pytest.mark.parametrize("url", [SUBSCRIPTIONS, f"{SUBSCRIPTIONS}?q=many", DELETIONS])
+def test_list_query_count_does_not_grow_with_rows(
+    admin_client, alice, django_assert_max_num_queries, url
+):
+    subscribe(alice, "https://many.example/0")
+    make_deletion(alice, "FAILURE")
+    few = count_queries(admin_client, url)
+    subscription_add_many(
+        user=alice, entries=[AddEntry(feed_url=f"https://many.example/{n}") for n in range(1, 30)]
+    )
+    for _ in range(29):
+        make_deletion(alice, "SUCCESS")
+
+    with django_assert_max_num_queries(few):
+        response = admin_client.get(url)
+
+    assert len(response.context["cl"].result_list) == 30
+
+
+# --- Deletions --------------------------------------------------------------------------------
+
+
+def make_deletion(user: Any, status: str) -> Deletion:
+    return Deletion.objects.create(
+        user=user, guid=uuid.uuid4(), status=status, requested=timezone.now()
+    )
+
+
+def test_filter_deletions_by_status(admin_client, alice):
+    failed = make_deletion(alice, "FAILURE")
+    make_deletion(alice, "SUCCESS")
+    make_deletion(alice, "PENDING")
+
+    assert listed(admin_client, f"{DELETIONS}?status__exact=FAILURE") == {failed.pk}
+    assert len(listed(admin_client, DELETIONS)) == 3
+
+
+def test_deletion_change_page_loads(admin_client, alice):
+    deletion = make_deletion(alice, "FAILURE")
+
+    response = admin_client.get(f"{DELETIONS}{deletion.pk}/change/")
+
+    assert response.status_code == 200
+    assert str(deletion.guid) in response.content.decode()
+
+
+# --- Users ------------------------------------------------------------------------------------
+
+
+def test_staff_create_accounts_that_log_in_with_argon2(admin_client, anon):
+    password = "a long and unusual passphrase 42"
+
+    response = admin_client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "newcomer",
+            "password1": password,
+            "password2": password,
+            "usable_password": "true",
+        },
+    )
+
+    assert response.status_code == 302, response.content[:1000]
+    user = get_user_model().objects.get(username="newcomer")
+    assert user.password.startswith("argon2")
+    login = anon.post(
+        "/v1/auth/login", {"username": "newcomer", "password": password}, format="json"
+    )
+    assert login.status_code == 200, login.content
+
+
+def test_user_list_loads(admin_client, alice, bob):
+    response = admin_client.get("/admin/auth/user/?q=alice")
+
+    assert response.status_code == 200
+    assert {u.username for u in response.context["cl"].result_list} == {"alice"}
+
+
+# --- ensure_staff -----------------------------------------------------------------------------
+
+
+def ensure_staff() -> str:
+    out = StringIO()
+    call_command("ensure_staff", stdout=out)
+    return out.getvalue()
+
+
+def printed_password(output: str) -> str:
+    match = re.search(r"password\W*(\S+)", output, re.IGNORECASE)
+    assert match, output
+    return match.group(1)
+
+
+def test_ensure_staff_creates_admin_when_there_is_no_staff(db, anon):
+    UserFactory()  # not staff
+
+    output = ensure_staff()
+
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.is_staff
+    assert admin.is_superuser
+    assert admin.is_active
+    assert admin.password.startswith("argon2")
+    password = printed_password(output)
+    assert admin.check_password(password)
+    login = anon.post("/v1/auth/login", {"username": "admin", "password": password}, format="json")
+    assert login.status_code == 200, login.content
+
+
+def test_ensure_staff_passwords_differ_between_installs(db):
+    first = printed_password(ensure_staff())
+    get_user_model().objects.all().delete()
+
+    second = printed_password(ensure_staff())
+
+    assert first != second
+    assert len(second) >= 16
+
+
+def test_ensure_staff_does_nothing_the_second_time(db):
+    first_output = ensure_staff()
+    admin = get_user_model().objects.get(username="admin")
+
+    second_output = ensure_staff()
+
+    assert get_user_model().objects.count() == 1
+    admin_again = get_user_model().objects.get(username="admin")
+    assert admin_again.password == admin.password
+    assert printed_password(first_output) not in second_output
+
+
+def test_ensure_staff_does_nothing_when_staff_exist(staff):
+    output = ensure_staff()
+
+    assert not get_user_model().objects.filter(username="admin").exists()
+    assert get_user_model().objects.count() == 1
+    assert not re.search(r"password:\s*\S", output, re.IGNORECASE)

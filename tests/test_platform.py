@@ -1,0 +1,285 @@
+"""Capabilities, the API index, health and the OpenAPI document (product.md sections 1 and 12)."""
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+from django.db import connections
+from django.db.utils import OperationalError
+
+from tests import servers
+
+CORE = {"1.0.0": {"status": "STABLE", "root": "/v1"}}
+
+
+# --- Capabilities -----------------------------------------------------------------------------
+
+
+def test_capabilities_need_no_token(anon, db):
+    response = anon.get("/v1/capabilities")
+
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert body["urn:opa:core"] == CORE
+    assert all(key.startswith("urn:opa:extra:") for key in body if key != "urn:opa:core")
+
+
+def test_capabilities_with_a_token_are_the_same(api, anon):
+    assert api.get("/v1/capabilities").json() == anon.get("/v1/capabilities").json()
+
+
+def test_capabilities_root_serves_the_api(anon, db):
+    root = anon.get("/v1/capabilities").json()["urn:opa:core"]["1.0.0"]["root"]
+
+    response = anon.get(f"{root}/subscriptions/9b024349-ccf0-5f69-a609-6b82873eab3c")
+
+    # The API is there and asks for a token: not an unknown path.
+    assert response.status_code == 401
+
+
+# --- Index ------------------------------------------------------------------------------------
+
+
+def test_index_links_to_the_api(anon, db):
+    response = anon.get("/v1/")
+
+    assert response.status_code == 200, response.content
+    links = response.json()
+    assert links
+    for name, url in links.items():
+        parts = urlsplit(url)
+        assert parts.scheme in ("http", "https"), name
+        assert parts.path.startswith("/v1/"), name
+        followed = anon.get(parts.path)
+        assert followed.status_code not in (404, 500), (name, followed.status_code)
+
+
+def test_index_names_capabilities_and_documents(anon, db):
+    paths = {urlsplit(url).path for url in anon.get("/v1/").json().values()}
+
+    assert {"/v1/capabilities", "/v1/openapi.json", "/v1/docs/"} <= paths
+
+
+# --- Health -----------------------------------------------------------------------------------
+
+
+def test_health_without_redis(anon, db, settings):
+    settings.REDIS_URL = ""
+
+    response = anon.get("/health")
+
+    assert response.status_code == 200, response.content
+    assert response.json() == {"status": "ok", "database": "ok", "broker": "in-process"}
+
+
+def test_health_with_a_running_redis(anon, db, settings):
+    with servers.redis() as redis:
+        settings.REDIS_URL = f"redis://127.0.0.1:{redis.port}/0"
+
+        response = anon.get("/health")
+
+    assert response.status_code == 200, response.content
+    assert response.json() == {"status": "ok", "database": "ok", "broker": "ok"}
+
+
+def test_health_when_redis_goes_away(anon, db, settings):
+    with servers.redis() as redis:
+        settings.REDIS_URL = f"redis://127.0.0.1:{redis.port}/0"
+        assert anon.get("/health").status_code == 200
+        redis.stop()
+
+        response = anon.get("/health")
+
+    assert response.status_code == 503, response.content
+    body = response.json()
+    assert body["status"] != "ok"
+    assert body["broker"] != "ok"
+    assert body["database"] == "ok"
+
+
+def test_health_with_redis_on_a_closed_port(anon, db, settings):
+    settings.REDIS_URL = f"redis://127.0.0.1:{servers.free_port()}/0"
+
+    response = anon.get("/health")
+
+    assert response.status_code == 503, response.content
+    body = response.json()
+    assert body["status"] != "ok"
+    assert body["broker"] not in ("ok", "in-process")
+
+
+def test_health_when_the_database_does_not_answer(anon, db, settings, monkeypatch):
+    settings.REDIS_URL = ""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OperationalError("connection refused")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(connections["default"]), "cursor", refuse)
+        response = anon.get("/health")
+
+    assert response.status_code == 503, response.content
+    body = response.json()
+    assert body["status"] != "ok"
+    assert body["database"] != "ok"
+
+
+def test_health_needs_no_token(anon, api, db, settings):
+    settings.REDIS_URL = ""
+
+    assert anon.get("/health").status_code == 200
+    assert api.get("/health").status_code == 200
+
+
+# --- OpenAPI ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def openapi(anon: Any, db: None) -> dict[str, Any]:
+    response = anon.get("/v1/openapi.json")
+    assert response.status_code == 200, response.content[:500]
+    return json.loads(response.content)
+
+
+def resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        name = schema["$ref"].removeprefix("#/components/schemas/")
+        schema = doc["components"]["schemas"][name]
+    return schema
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (method, path, operation)
+        for path, item in doc["paths"].items()
+        for method, operation in item.items()
+        if method in ("get", "put", "post", "patch", "delete")
+    ]
+
+
+# Statuses each operation really answers (interface.md Errors; product.md sections 2, 4 and 11).
+DOCUMENTED = {
+    ("post", "/v1/subscriptions"): {200, 401, 405, 413, 415, 429},
+    ("get", "/v1/subscriptions/{guid}"): {200, 401, 404, 405, 410, 429},
+    ("patch", "/v1/subscriptions/{guid}"): {200, 401, 404, 405, 410, 413, 415, 429},
+    ("get", "/v1/deletions/{id}"): {200, 401, 404, 405, 429},
+    ("post", "/v1/auth/login"): {200, 401, 405, 413, 415, 429},
+    ("post", "/v1/auth/refresh"): {200, 401, 405, 413, 415, 429},
+    ("post", "/v1/auth/logout"): {204, 401, 405, 413, 415, 429},
+}
+
+
+def test_openapi_document_is_openapi_3(openapi):
+    assert openapi["openapi"].startswith("3.")
+    assert openapi["info"]["title"]
+    assert openapi["info"]["version"]
+
+
+@pytest.mark.parametrize(("method", "path"), DOCUMENTED, ids=[f"{m} {p}" for m, p in DOCUMENTED])
+def test_each_operation_documents_every_status_it_answers(openapi, method, path):
+    responses = openapi["paths"][path][method]["responses"]
+
+    assert DOCUMENTED[(method, path)] <= {int(status) for status in responses}
+
+
+def test_every_error_response_is_the_error_object(openapi):
+    checked = 0
+    for method, path, operation in operations(openapi):
+        for status, response in operation["responses"].items():
+            if int(status) < 400:
+                continue
+            schema = resolve(openapi, response["content"]["application/json"]["schema"])
+            assert schema["type"] == "object", (method, path, status)
+            assert {"code", "message"} <= set(schema["required"]), (method, path, status)
+            assert schema["properties"]["code"]["type"] == "string", (method, path, status)
+            assert schema["properties"]["message"]["type"] == "string", (method, path, status)
+            checked += 1
+    assert checked >= 30
+
+
+def test_every_json_success_documents_its_body(openapi):
+    for method, path, operation in operations(openapi):
+        for status, response in operation["responses"].items():
+            if int(status) in (200, 201, 202):
+                assert "application/json" in response.get("content", {}), (method, path, status)
+
+
+def test_every_operation_is_throttled_and_documents_429(openapi):
+    """Every /v1/ view, capabilities included, is under a throttle (product.md section 11)."""
+    for method, path, operation in operations(openapi):
+        assert "429" in operation["responses"], (method, path)
+
+
+def bearer_schemes(doc: dict[str, Any]) -> set[str]:
+    return {
+        name
+        for name, scheme in doc["components"]["securitySchemes"].items()
+        if scheme["type"] == "http" and scheme["scheme"].lower() == "bearer"
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("post", "/v1/subscriptions"),
+        ("get", "/v1/subscriptions/{guid}"),
+        ("patch", "/v1/subscriptions/{guid}"),
+        ("get", "/v1/deletions/{id}"),
+    ],
+)
+def test_operations_of_the_interface_require_a_bearer_token(openapi, method, path):
+    requirements = openapi["paths"][path][method]["security"]
+
+    assert requirements
+    assert all(set(requirement) & bearer_schemes(openapi) for requirement in requirements)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", "/v1/capabilities"),
+        ("post", "/v1/auth/login"),
+        ("post", "/v1/auth/refresh"),
+        ("post", "/v1/auth/logout"),
+    ],
+)
+def test_public_operations_need_no_token(openapi, method, path):
+    requirements = openapi["paths"][path][method].get("security", [])
+
+    # No requirement at all, or an empty one among the alternatives, means no token is needed.
+    assert not requirements or {} in requirements
+
+
+def test_deletion_id_is_documented_as_an_integer(openapi):
+    [parameter] = [
+        p for p in openapi["paths"]["/v1/deletions/{id}"]["get"]["parameters"] if p["in"] == "path"
+    ]
+
+    assert parameter["name"] == "id"
+    assert parameter["required"] is True
+    assert parameter["schema"]["type"] == "integer"
+
+
+def test_openapi_yaml_is_the_same_document(anon, openapi):
+    response = anon.get("/v1/openapi.yaml")
+
+    assert response.status_code == 200, response.content[:500]
+    assert yaml.safe_load(response.content) == openapi
+
+
+def test_openapi_needs_no_token(anon, db):
+    assert anon.get("/v1/openapi.json").status_code == 200
+    assert anon.get("/v1/openapi.yaml").status_code == 200
+
+
+def test_docs_page_is_html_reading_the_document(anon, db):
+    response = anon.get("/v1/docs/")
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assert "<html" in page.lower()
+    assert "/v1/openapi.json" in page or "/v1/openapi.yaml" in page
