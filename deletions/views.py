@@ -30,7 +30,14 @@ class DeletionViewSet(viewsets.ViewSet):
     lookup_value_regex = "[^/]+"
 
     @extend_schema(
-        parameters=[OpenApiParameter("id", int, OpenApiParameter.PATH)],
+        parameters=[
+            OpenApiParameter(
+                "id",
+                {"type": "integer", "minimum": 1, "maximum": _MAX_ID},
+                OpenApiParameter.PATH,
+                description="The deletion_id DELETE answered.",
+            )
+        ],
         responses={200: DeletionSerializer, **errors(*AUTHENTICATED, 404)},
         summary="Read the status of a deletion",
     )

@@ -11,7 +11,10 @@ from config.api.serializers import OmitNoneSerializer
 from subscriptions import feeds
 
 
-@extend_schema_field(OpenApiTypes.UUID)
+# No type: any JSON value is taken, and anything but a UUID string fails this entry only.
+@extend_schema_field(
+    {"nullable": True, "description": "A UUID; anything else is reported in `failure`."}
+)
 class SentGuidField(serializers.Field):
     """The optional guid of an add entry, kept as sent: a bad one is a per-entry failure."""
 
@@ -22,6 +25,7 @@ class SentGuidField(serializers.Field):
         return value
 
 
+@extend_schema_field(OpenApiTypes.UUID)
 class StrictUUIDField(StrictCharField):
     """A guid as a JSON string in any spelling uuid.UUID reads."""
 

@@ -3,6 +3,7 @@
 import uuid
 
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
@@ -22,7 +23,10 @@ from subscriptions.serializers import (
 )
 
 GUID_PARAMETER = OpenApiParameter(
-    "guid", str, OpenApiParameter.PATH, description="Any guid the subscription has had."
+    "guid",
+    OpenApiTypes.UUID,
+    OpenApiParameter.PATH,
+    description="Any guid the subscription has had.",
 )
 
 

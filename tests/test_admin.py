@@ -320,3 +320,49 @@ def test_ensure_staff_does_nothing_when_staff_exist(staff):
     assert not get_user_model().objects.filter(username="admin").exists()
     assert get_user_model().objects.count() == 1
     assert not re.search(r"password:\s*\S", output, re.IGNORECASE)
+
+
+def test_retry_action_reruns_a_failed_deletion_through_the_service(
+    admin_client, alice, alpha, django_capture_on_commit_callbacks
+):
+    deletion = Deletion.objects.create(
+        user=alice,
+        subscription=alpha,
+        guid=alpha.guid,
+        status=Deletion.Status.FAILURE,
+        message="The deletion process encountered an error and was rolled back",
+        requested=alpha.subscription_changed,
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/admin/deletions/deletion/",
+            {"action": "retry", "_selected_action": [deletion.pk]},
+            follow=True,
+        )
+
+    assert response.status_code == 200
+    assert "Sent 1 deletion(s) again." in response.content.decode()
+    deletion.refresh_from_db()
+    assert deletion.status == Deletion.Status.SUCCESS
+    assert Subscription.objects.get(pk=alpha.pk).deleted is not None
+
+
+def test_retry_action_skips_successful_deletions(admin_client, alice, alpha):
+    deletion = Deletion.objects.create(
+        user=alice,
+        subscription=alpha,
+        guid=alpha.guid,
+        status=Deletion.Status.SUCCESS,
+        requested=alpha.subscription_changed,
+    )
+
+    response = admin_client.post(
+        "/admin/deletions/deletion/",
+        {"action": "retry", "_selected_action": [deletion.pk]},
+        follow=True,
+    )
+
+    assert "Skipped 1" in response.content.decode()
+    deletion.refresh_from_db()
+    assert deletion.status == Deletion.Status.SUCCESS

@@ -1,6 +1,10 @@
 """Capabilities, the API index, health and the OpenAPI document (product.md sections 1 and 12)."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -283,3 +287,39 @@ def test_docs_page_is_html_reading_the_document(anon, db):
     page = response.content.decode()
     assert "<html" in page.lower()
     assert "/v1/openapi.json" in page or "/v1/openapi.yaml" in page
+
+
+def test_check_deploy_passes_with_production_settings(tmp_path):
+    """product.md section 12: `manage.py check --deploy` passes with production settings."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "SECRET_KEY": "a-production-secret-key-that-is-long-and-random-enough-0123456789",
+        "ALLOWED_HOSTS": "api.example.com",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
+    env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "config.settings.base"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr

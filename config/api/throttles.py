@@ -1,5 +1,6 @@
 """Request throttles whose 429 names the limit that was hit (product.md section 11)."""
 
+import hashlib
 from typing import Any
 
 from rest_framework import throttling
@@ -30,8 +31,10 @@ class LoginThrottle(LimitNamingThrottle):
 
     def get_cache_key(self, request: Any, view: Any) -> str:
         username = request.data.get("username") if isinstance(request.data, dict) else None
+        # Hashed: the name is read before validation, so it may be of any size or content.
         name = username.casefold() if isinstance(username, str) else ""
+        digest = hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()
         return self.cache_format % {
             "scope": self.scope,
-            "ident": f"{self.get_ident(request)}:{name}",
+            "ident": f"{self.get_ident(request)}:{digest}",
         }
