@@ -12,6 +12,7 @@ from rest_framework_simplejwt.tokens import RefreshToken
 
 from tests import servers
 from tests.factories import UserFactory
+from tests.helpers import Clock
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +33,14 @@ def django_db_modify_db_settings(
         settings.DATABASES["default"].update(
             HOST=postgres_server.host, PORT=str(postgres_server.port)
         )
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The service clock, pinned so timestamps can be compared exactly."""
+    fake = Clock()
+    monkeypatch.setattr("config.clock.now", lambda: fake.now)
+    return fake
 
 
 @pytest.fixture(autouse=True)

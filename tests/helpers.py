@@ -1,13 +1,44 @@
 """Small helpers the tests share."""
 
+import json
 import re
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from subscriptions import services
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def assert_error(response: Any, status: int, message: str | None = None) -> dict[str, Any]:
+    """The error object: `code` is the status as a JSON string, nothing but `errors` is added."""
+    assert response.status_code == status, response.content[:500]
+    assert response["Content-Type"].startswith("application/json")
+    body = json.loads(response.content)
+    assert isinstance(body, dict)
+    assert body["code"] == str(status)
+    assert isinstance(body["message"], str)
+    assert body["message"]
+    assert set(body) <= {"code", "message", "errors"}
+    if message is not None:
+        assert body["message"] == message
+    return body
+
+
+class Clock:
+    """Stands in for config.clock: the service's time, moved only by the test."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2024, 2, 23, 14, 0, 0, 123000, tzinfo=UTC)
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+    @property
+    def stamp(self) -> str:
+        return self.now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.now.microsecond // 1000:03d}Z"
 
 
 def subscribe(user: Any, feed_url: str, guid: str | None = None) -> Any:

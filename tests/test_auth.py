@@ -1,6 +1,5 @@
 """Log in, refresh, log out, login throttling and password hashing (product.md section 2)."""
 
-import json
 import re
 import time
 import uuid
@@ -15,24 +14,13 @@ from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from tests.factories import UserFactory
+from tests.helpers import assert_error
 
 PASSWORD = "correct horse battery staple"
 FEED = "https://podnews.net/rss"
 RFC3339_UTC_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 LOGIN_RATE = str(api_settings.DEFAULT_THROTTLE_RATES["login"])  # 10/min by default
 LOGIN_LIMIT = int(LOGIN_RATE.split("/")[0])
-
-
-def assert_error(response: Any, status: int, message: str | None = None) -> dict[str, Any]:
-    assert response.status_code == status, response.content[:500]
-    body = json.loads(response.content)
-    assert body["code"] == str(status)
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    assert set(body) <= {"code", "message", "errors"}
-    if message is not None:
-        assert body["message"] == message
-    return body
 
 
 def assert_unauthorized(response: Any) -> None:

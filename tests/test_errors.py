@@ -18,6 +18,7 @@ from deletions.models import Deletion
 from subscriptions.models import Subscription
 from subscriptions.services import AddEntry, subscription_add_many
 from tests.factories import UserFactory
+from tests.helpers import assert_error
 
 FEED = "https://podnews.net/rss"
 MESSAGES = {
@@ -27,21 +28,6 @@ MESSAGES = {
     410: "Subscription has been deleted",
 }
 ONE_MIB = 1024 * 1024
-
-
-def assert_error(response: Any, status: int, message: str | None = None) -> dict[str, Any]:
-    """The error object: `code` is the status as a JSON string, nothing but `errors` is added."""
-    assert response.status_code == status, response.content[:500]
-    assert response["Content-Type"].startswith("application/json")
-    body = json.loads(response.content)
-    assert isinstance(body, dict)
-    assert body["code"] == str(status)
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    assert set(body) <= {"code", "message", "errors"}
-    if message is not None:
-        assert body["message"] == message
-    return body
 
 
 def assert_validation_error(response: Any) -> dict[str, Any]:

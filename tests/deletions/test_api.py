@@ -1,6 +1,5 @@
 """GET /v1/deletions/{id}: the status of a deletion (interface.md; product.md sections 3, 4, 10)."""
 
-import json
 import uuid
 from typing import Any
 
@@ -8,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from deletions.models import Deletion
+from tests.helpers import assert_error
 
 ROLLED_BACK = "The deletion process encountered an error and was rolled back"
 
@@ -21,15 +21,6 @@ def make_deletion(user: Any, status: str = "PENDING", message: str = "", **field
         requested=timezone.now(),
         **fields,
     )
-
-
-def assert_error(response: Any, status: int, message: str) -> dict[str, Any]:
-    assert response.status_code == status, response.content
-    body = json.loads(response.content)
-    assert body["code"] == str(status)
-    assert body["message"].startswith(message)
-    assert set(body) <= {"code", "message", "errors"}
-    return body
 
 
 @pytest.mark.parametrize(

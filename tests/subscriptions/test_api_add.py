@@ -3,7 +3,7 @@
 import json
 import re
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import jwt
 import pytest
@@ -54,26 +54,6 @@ def stored_rows():
         SubscriptionGuid.objects.count(),
         SubscriptionFeed.objects.count(),
     )
-
-
-class Clock:
-    def __init__(self):
-        self.now = datetime(2024, 2, 23, 14, 0, 0, 123000, tzinfo=UTC)
-
-    def advance(self, **delta):
-        self.now += timedelta(**delta)
-
-    @property
-    def stamp(self):
-        return self.now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.now.microsecond // 1000:03d}Z"
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """The service clock, pinned so timestamps can be compared exactly."""
-    fake = Clock()
-    monkeypatch.setattr("config.clock.now", lambda: fake.now)
-    return fake
 
 
 # --- adding -----------------------------------------------------------------------------------

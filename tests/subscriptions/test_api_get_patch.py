@@ -3,7 +3,6 @@
 import json
 import re
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -21,26 +20,6 @@ MAX_PATCH_QUERIES = 9
 MAX_MERGE_QUERIES = 13
 
 pytestmark = pytest.mark.django_db
-
-
-class Clock:
-    def __init__(self):
-        self.now = datetime(2024, 2, 23, 14, 0, 0, 123000, tzinfo=UTC)
-
-    def advance(self, **delta):
-        self.now += timedelta(**delta)
-
-    @property
-    def stamp(self):
-        return self.now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.now.microsecond // 1000:03d}Z"
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """The service clock, pinned so timestamps can be compared exactly."""
-    fake = Clock()
-    monkeypatch.setattr("config.clock.now", lambda: fake.now)
-    return fake
 
 
 def add(client, feed_url, guid=None):
