@@ -36,12 +36,16 @@ def report(name: str, seconds: list[float]) -> None:
 def main() -> None:
     with servers.postgres() as pg, servers.redis() as redis_server:
         database_url = f"postgres://postgres@{pg.host}:{pg.port}/opa_bench"
+        # The production settings module, as deployed, on the servers started here.
         os.environ.update(
-            DJANGO_SETTINGS_MODULE="config.settings.test",
-            TEST_DATABASE_URL=database_url,
+            DJANGO_SETTINGS_MODULE="config.settings.base",
+            SECRET_KEY="benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+            DATABASE_URL=database_url,
             REDIS_URL=redis_server.url,
             THROTTLE_USER_RATE="1000000/min",
             ALLOWED_HOSTS="testserver",
+            SECURE_SSL_REDIRECT="false",
+            LOG_LEVEL="WARNING",
         )
         import django
         import psycopg
@@ -54,13 +58,12 @@ def main() -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-        run_benchmarks(database_url, redis_server)
+        run_benchmarks()
 
 
-def run_benchmarks(database_url: str, redis_server: servers.RedisServer) -> None:
+def run_benchmarks() -> None:
     import tempfile
 
-    from django.db import connection
     from rest_framework.test import APIClient
     from rest_framework_simplejwt.tokens import RefreshToken
 
@@ -117,12 +120,7 @@ def run_benchmarks(database_url: str, redis_server: servers.RedisServer) -> None
         ),
     )
 
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "TEST_DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "LOG_LEVEL": "WARNING",
-    }
+    env = dict(os.environ)
     logs = Path(tempfile.mkdtemp(prefix="opa-bench-"))
 
     worker = servers.Worker(env, logs / "idle.log").start(concurrency=1)
@@ -142,19 +140,22 @@ def run_benchmarks(database_url: str, redis_server: servers.RedisServer) -> None
         worker.stop()
 
     guids = [subscribe(user, f"https://bench.example.com/drain/{n}.xml").guid for n in range(1000)]
-    worker = servers.Worker(env, logs / "drain.log").start(concurrency=2)
+    # Queued with no worker running, so the drain is the workers' own speed.
+    start = time.perf_counter()
+    ids = [deletion_services.deletion_request(user=user, guid=g).pk for g in guids]
+    queued = time.perf_counter() - start
+    worker = servers.Worker(env, logs / "drain.log")
     try:
-        time.sleep(3)
         start = time.perf_counter()
-        ids = [deletion_services.deletion_request(user=user, guid=g).pk for g in guids]
-        queued = time.perf_counter() - start
+        worker.start(concurrency=2)
         while Deletion.objects.filter(pk__in=ids, status="PENDING").exists():
             time.sleep(0.01)
         drained = time.perf_counter() - start
         done = Deletion.objects.filter(pk__in=ids, status="SUCCESS").count()
         print(
-            f"{'1,000 deletions, 2 worker processes':<44} requested in {queued:.2f} s, "
-            f"all finished after {drained:.2f} s ({1000 / drained:.0f}/s), {done} SUCCESS"
+            f"{'1,000 deletions, 2 worker processes':<44} queued in {queued:.2f} s; drained "
+            f"{drained:.2f} s after the worker started, start-up included "
+            f"({1000 / drained:.0f}/s), {done} SUCCESS"
         )
     finally:
         worker.stop()

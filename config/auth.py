@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import update_last_login
+from django.db import transaction
 from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.settings import api_settings
+from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from config.exceptions import NotAuthorized
@@ -58,7 +60,12 @@ def token_refresh(*, refresh_token: str) -> Tokens:
     )
     if user is None:
         raise NotAuthorized()
-    old.blacklist()
+    with transaction.atomic():
+        # Locked, so that of two refreshes racing with one token only the first succeeds.
+        outstanding = OutstandingToken.objects.select_for_update().filter(jti=old["jti"]).first()
+        if outstanding is None or BlacklistedToken.objects.filter(token=outstanding).exists():
+            raise NotAuthorized()
+        BlacklistedToken.objects.create(token=outstanding)
     return _issue(user)
 
 

@@ -39,4 +39,6 @@ urlpatterns = [
     path("health", views.health, name="health"),
 ]
 
+handler400 = "config.api.errors.bad_request"
+handler403 = "config.api.errors.permission_denied"
 handler500 = "config.api.errors.server_error"

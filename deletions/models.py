@@ -34,8 +34,9 @@ class Deletion(models.Model):
     requested = models.DateTimeField()
     finished = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(
-        default=0, help_text="How many times the task has been sent."
+        default=0, help_text="How many times a worker has started on it."
     )
+    sends = models.PositiveIntegerField(default=0, help_text="How many times it has been sent.")
     last_sent = models.DateTimeField(null=True, blank=True)
 
     class Meta:

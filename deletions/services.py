@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from config import clock
 from config.exceptions import Gone, NotFound
@@ -47,12 +48,16 @@ def deletion_request(*, user: Any, guid: uuid.UUID) -> Deletion:
         sub = Subscription.objects.select_for_update().get(pk=row.subscription_id)
         if sub.deleted is not None:
             raise Gone()
+        now = clock.now()
         pending = Deletion.objects.filter(subscription=sub, status=Deletion.Status.PENDING).first()
         if pending is not None:
+            if sub.subscription_changed > pending.requested:
+                # Re-subscribed since that request: this DELETE is the latest word, not that one.
+                pending.requested = now
+                pending.save(update_fields=["requested"])
             return pending
-        now = clock.now()
         deletion = Deletion.objects.create(
-            user=user, subscription=sub, guid=guid, requested=now, attempts=1, last_sent=now
+            user=user, subscription=sub, guid=guid, requested=now, sends=1, last_sent=now
         )
         transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
     return deletion
@@ -80,11 +85,24 @@ def deletion_process(*, deletion_id: int) -> str:
     An error rolls everything back and propagates: the task retries transient database errors
     with backoff and ends the deletion as FAILURE on any other, or when retries run out.
     """
+    # Counted outside the transaction, so that a worker killed mid-way still counts: a deletion
+    # that kills every worker that starts it ends after DELETION_MAX_ATTEMPTS.
+    started = Deletion.objects.filter(pk=deletion_id, status=Deletion.Status.PENDING).update(
+        attempts=F("attempts") + 1
+    )
+    if not started:
+        return "skipped"  # a duplicate or redelivered message: the work is done
+    user_id = Deletion.objects.values_list("user_id", flat=True).get(pk=deletion_id)
     with transaction.atomic():
-        deletion = Deletion.objects.select_for_update().filter(pk=deletion_id).first()
-        if deletion is None or deletion.status != Deletion.Status.PENDING:
-            return "skipped"  # a duplicate or redelivered message: the work is done
-        lock_user_writes(deletion.user_id)
+        # The user first, then the deletion: the order every writer of this user's rows takes.
+        lock_user_writes(user_id)
+        deletion = Deletion.objects.select_for_update().get(pk=deletion_id)
+        if deletion.status != Deletion.Status.PENDING:
+            return "skipped"
+        if deletion.attempts > settings.DELETION_MAX_ATTEMPTS:
+            return _finish(
+                deletion, Deletion.Status.FAILURE, _out_of_attempts(deletion.attempts - 1)
+            )
         sub = (
             Subscription.objects.select_for_update().filter(pk=deletion.subscription_id).first()
             if deletion.subscription_id
@@ -94,6 +112,8 @@ def deletion_process(*, deletion_id: int) -> str:
             return _finish(deletion, Deletion.Status.FAILURE, MERGED)
         if sub.subscription_changed > deletion.requested:
             return _finish(deletion, Deletion.Status.FAILURE, RESUBSCRIBED)
+        if sub.deleted is not None:
+            return _finish(deletion, Deletion.Status.SUCCESS, SUCCEEDED)
         _tombstone(sub)
         return _finish(deletion, Deletion.Status.SUCCESS, SUCCEEDED)
 
@@ -106,6 +126,10 @@ def _tombstone(sub: Subscription) -> None:
     sub.is_subscribed = False
     sub.subscription_changed = now
     sub.save(update_fields=["deleted", "is_subscribed", "subscription_changed"])
+
+
+def _out_of_attempts(count: int) -> str:
+    return f"The deletion could not be processed after {count} attempts and was rolled back"
 
 
 def _finish(deletion: Deletion, status: str, message: str) -> str:
@@ -127,8 +151,9 @@ def deletion_fail(*, deletion_id: int, message: str = ROLLED_BACK) -> None:
 def deletion_retry(*, deletion_ids: list[int]) -> int:
     """Staff action: send FAILURE or PENDING deletions through the normal flow again.
 
-    A FAILURE becomes a new attempt of the same deletion, unless its subscription has since
-    been deleted, re-subscribed after a newer request, or gone; returns how many were sent.
+    The deletion keeps its request time, so the worker applies the same rules as the first
+    time: a subscription changed since the request is not deleted. Deletions whose subscription
+    is gone or has another deletion pending are skipped. Returns how many were sent.
     """
     sent = 0
     now = clock.now()
@@ -143,14 +168,12 @@ def deletion_retry(*, deletion_ids: list[int]) -> int:
                     ).exists()
                 ):
                     continue
-                # The staff member's retry is a new request: a re-subscribe before it is no
-                # reason to fail again.
-                deletion.requested = now
                 deletion.status = Deletion.Status.PENDING
                 deletion.message = ""
                 deletion.finished = None
                 deletion.attempts = 0
-            deletion.attempts += 1
+                deletion.sends = 0
+            deletion.sends += 1
             deletion.last_sent = now
             deletion.save()
             transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
@@ -160,7 +183,8 @@ def deletion_retry(*, deletion_ids: list[int]) -> int:
 
 def deletion_sweep(*, resend_after: float | None = None) -> dict[str, int]:
     """Re-send deletions pending for longer than `resend_after` seconds (default:
-    DELETION_RESEND_AFTER); fail those sent DELETION_MAX_ATTEMPTS times. Run by Celery beat."""
+    DELETION_RESEND_AFTER); fail those already sent DELETION_MAX_SENDS times, whose messages
+    keep getting lost. Run by Celery beat."""
     now = clock.now()
     if resend_after is None:
         resend_after = settings.DELETION_RESEND_AFTER
@@ -173,18 +197,18 @@ def deletion_sweep(*, resend_after: float | None = None) -> dict[str, int]:
             .order_by("last_sent")[: settings.DELETION_SWEEP_BATCH]
         )
         for deletion in stale:
-            if deletion.attempts >= settings.DELETION_MAX_ATTEMPTS:
+            if deletion.sends >= settings.DELETION_MAX_SENDS:
                 _finish(
                     deletion,
                     Deletion.Status.FAILURE,
-                    f"The deletion could not be processed after {deletion.attempts} attempts "
+                    f"The deletion was sent {deletion.sends} times without being processed "
                     "and was rolled back",
                 )
                 failed += 1
                 continue
-            deletion.attempts += 1
+            deletion.sends += 1
             deletion.last_sent = now
-            deletion.save(update_fields=["attempts", "last_sent"])
+            deletion.save(update_fields=["sends", "last_sent"])
             transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
             resent += 1
     return {"resent": resent, "failed": failed}

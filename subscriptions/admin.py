@@ -53,7 +53,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
     list_display = ["feed_url", "guid", "user", "is_subscribed", "subscription_changed", "deleted"]
     list_filter = ["is_subscribed", DeletedFilter]
-    search_fields = ["feed_url", "=guid", "user__username", "=guid_history__guid"]
+    search_fields = ["feed_url", "feed_history__url", "=guid_history__guid", "user__username"]
     list_select_related = ["user"]
     readonly_fields = [
         "user",

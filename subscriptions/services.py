@@ -21,8 +21,6 @@ from config.exceptions import Gone, InvalidInput, NotFound
 from subscriptions import feeds
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
-_STATE_FIELDS = ["is_subscribed", "subscription_changed", "deleted"]
-
 
 @dataclass(frozen=True)
 class AddEntry:
@@ -147,8 +145,11 @@ class _Workspace:
         """Make `source` part of `into`: every guid and URL it had now reaches `into`.
 
         `into` keeps its own subscription state unless `take_state`, when it takes the state of
-        `source`, the subscription the client acted on.
+        `source`, the subscription the client acted on. Either way it has changed now, so a
+        deletion requested before the merge does not delete what the merge brought in.
         """
+        if into is source:
+            return
         for guid, owner in self.by_guid.items():
             if owner is source:
                 self.by_guid[guid] = into
@@ -163,8 +164,10 @@ class _Workspace:
         for row in rows:
             if row.subscription is source:
                 row.subscription = into
-        state = {field: getattr(source, field) for field in _STATE_FIELDS} if take_state else {}
-        self._set(into, guid_changed=self.now, **state)
+        state = (
+            {"is_subscribed": source.is_subscribed, "deleted": source.deleted} if take_state else {}
+        )
+        self._set(into, guid_changed=self.now, subscription_changed=self.now, **state)
         self._dirty.pop(id(source), None)
         self._merged_into[id(source)] = into
         if source.pk is None:
@@ -346,14 +349,16 @@ def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdat
                 message = "new_guid is an earlier guid of this subscription: the history would loop"
                 raise InvalidInput(message, errors={"new_guid": [message]})
 
-        if change.new_feed_url is not None and digest is not None:
-            ws.move_feed(sub, change.new_feed_url, digest)
-        if change.is_subscribed is not None:
-            ws.set_subscribed(sub, change.is_subscribed)
+        # The guid first: a merge it makes decides which subscription the rest applies to.
         if change.new_guid is not None:
             if owner is None:
                 ws.change_guid(sub, change.new_guid)
             else:
                 ws.merge(sub, into=owner, take_state=True)
+                sub = owner
+        if change.new_feed_url is not None and digest is not None:
+            ws.move_feed(sub, change.new_feed_url, digest)
+        if change.is_subscribed is not None:
+            ws.set_subscribed(sub, change.is_subscribed)
         ws.flush()
     return ws.final(sub)

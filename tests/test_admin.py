@@ -366,3 +366,11 @@ def test_retry_action_skips_successful_deletions(admin_client, alice, alpha):
     assert "Skipped 1" in response.content.decode()
     deletion.refresh_from_db()
     assert deletion.status == Deletion.Status.SUCCESS
+
+
+def test_search_by_an_earlier_feed_url(admin_client, alice, alpha, beta):
+    update = SubscriptionUpdate(new_feed_url="https://moved.example.net/new-feed.xml")
+    subscription_update(user=alice, guid=alpha.guid, change=update)
+
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q={alpha.feed_url}") == {alpha.pk}
+    assert listed(admin_client, f"{SUBSCRIPTIONS}?q=moved.example.net") == {alpha.pk}

@@ -403,3 +403,33 @@ def test_login_keeps_the_argon2_hash(anon, member):
 
     member.refresh_from_db()
     assert member.password.startswith("argon2")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_refreshes_racing_with_one_token_give_one_new_token():
+    import threading
+
+    from django.db import connection
+
+    member: Any = UserFactory()
+    refresh = str(RefreshToken.for_user(member))
+    statuses: list[int] = []
+    barrier = threading.Barrier(4)
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            response = APIClient().post(
+                "/v1/auth/refresh", {"refresh_token": refresh}, format="json"
+            )
+            statuses.append(response.status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sorted(statuses) == [200, 401, 401, 401]

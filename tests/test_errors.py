@@ -725,3 +725,20 @@ def test_access_token_past_its_lifetime_is_401(user, subscription):
     response = with_header(f"Bearer {token}").get(f"/v1/subscriptions/{subscription.guid}")
 
     assert_error(response, 401, MESSAGES[401])
+
+
+def test_unsupported_method_is_405_with_the_standard_message_and_allow(api):
+    response = api.put("/v1/subscriptions/9b024349-ccf0-5f69-a609-6b82873eab3c", {}, format="json")
+
+    body = assert_error(response, 405)
+    assert body["message"] == "Input could not be validated: PUT is not allowed here"
+    assert "PATCH" in response["Allow"]
+
+
+def test_a_bad_host_header_on_an_api_path_answers_the_error_object(anon, settings):
+    settings.DEBUG = False
+    settings.ALLOWED_HOSTS = ["api.example.com"]
+
+    response = anon.get("/v1/capabilities", HTTP_HOST="evil.example.com")
+
+    assert_error(response, 400, "Bad request")

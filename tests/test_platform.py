@@ -323,3 +323,34 @@ def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
     )
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
+
+
+def test_health_is_not_redirected_to_https(anon, db, settings):
+    """Load balancers probe over plain HTTP, even where everything else is redirected."""
+    settings.SECURE_SSL_REDIRECT = True
+
+    assert anon.get("/health").status_code == 200
+    assert anon.get("/v1/capabilities").status_code == 301
+
+
+def test_celery_settings_make_a_lost_task_impossible():
+    """product.md section 10 / issue 3: late ack, reject on worker loss, prefetch 1, limits."""
+    from config.celery import app
+    from deletions.tasks import process_deletion
+
+    conf = app.conf
+    assert conf.task_acks_late is True
+    assert conf.task_reject_on_worker_lost is True
+    assert conf.worker_prefetch_multiplier == 1
+    assert 0 < conf.task_soft_time_limit < conf.task_time_limit
+    assert conf.broker_transport_options["visibility_timeout"] > conf.task_time_limit
+    assert {queue.name for queue in conf.task_queues} == {"celery", "deletions"}
+    assert getattr(process_deletion, "queue", None) == "deletions"
+    assert "sweep-deletions" in conf.beat_schedule
+
+
+def test_the_cache_uses_another_redis_database_than_the_broker():
+    from config.settings.base import _next_redis_database
+
+    assert _next_redis_database("redis://redis:6379/0") == "redis://redis:6379/1"
+    assert _next_redis_database("redis://:secret@redis:6379") == "redis://:secret@redis:6379/1"

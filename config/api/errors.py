@@ -8,7 +8,8 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -18,6 +19,7 @@ from config import exceptions as domain
 logger = logging.getLogger(__name__)
 
 MESSAGES = {
+    400: "Bad request",
     401: "User not authorized",
     403: "User not authorized",
     404: "Resource not found",
@@ -47,9 +49,22 @@ def error_response(status: int, message: str | None = None) -> JsonResponse:
     return JsonResponse(error_body(status, message), status=status)
 
 
-def server_error(request: HttpRequest) -> JsonResponse:
+def _api_or_default(status: int, request: HttpRequest, default: HttpResponse) -> HttpResponse:
+    return error_response(status) if request.path.startswith("/v1/") else default
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's handler400 (a bad Host header, for instance): the error object on /v1/."""
+    return _api_or_default(400, request, defaults.bad_request(request, exception))
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _api_or_default(403, request, defaults.permission_denied(request, exception))
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
     """Django's handler500: an error that escaped DRF still answers with the error object."""
-    return error_response(500)
+    return _api_or_default(500, request, defaults.server_error(request))
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
@@ -74,7 +89,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             message = f"Input could not be validated: {exc.detail}"
     elif isinstance(exc, drf.MethodNotAllowed):
         status = 405
-        message = str(exc.detail)
+        method = context["request"].method if context.get("request") else "this method"
+        message = f"{MESSAGES[405]}: {method} is not allowed here"
     elif isinstance(exc, drf.Throttled):
         status = 429
         message = str(exc.detail)

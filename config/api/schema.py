@@ -21,6 +21,7 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     }
 
 
-# What any authenticated /v1/ operation can answer besides its own errors.
-AUTHENTICATED = (401, 405, 429)
+# What any authenticated /v1/ operation can answer besides its own errors (the body limit
+# applies to any request that carries a body, whatever its method).
+AUTHENTICATED = (401, 405, 413, 429)
 WITH_BODY = (413, 415)

@@ -7,6 +7,7 @@ tasks in-process), which is what `make run` uses.
 
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import environ
 from kombu import Exchange, Queue
@@ -127,10 +128,21 @@ MAX_FEED_URL_LENGTH = 2048
 
 # --- Cache: shared by every web process when Redis is there, so throttles hold across them.
 REDIS_URL = env.str("REDIS_URL", default="")
+
+
+def _next_redis_database(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{int(parts.path.strip('/') or 0) + 1}"))
+
+
+# Another database than the broker's by default: clearing the cache must not empty the queues.
+REDIS_CACHE_URL = env.str(
+    "REDIS_CACHE_URL", default=_next_redis_database(REDIS_URL) if REDIS_URL else ""
+)
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-        if REDIS_URL
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_CACHE_URL}
+        if REDIS_CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
@@ -184,7 +196,9 @@ SPECTACULAR_SETTINGS = {
 # --- Deletions (product.md section 10) -------------------------------------------------------
 # A deletion still PENDING this long after it was sent is sent again by the sweep ...
 DELETION_RESEND_AFTER = env.int("DELETION_RESEND_AFTER", default=300)
-# ... which fails it once it has been sent this many times.
+# ... which fails it once it has been sent this many times (an hour, by default) ...
+DELETION_MAX_SENDS = env.int("DELETION_MAX_SENDS", default=12)
+# ... and a worker fails it once workers have started on it this many times.
 DELETION_MAX_ATTEMPTS = env.int("DELETION_MAX_ATTEMPTS", default=5)
 DELETION_SWEEP_INTERVAL = env.float("DELETION_SWEEP_INTERVAL", default=60.0)
 DELETION_SWEEP_BATCH = env.int("DELETION_SWEEP_BATCH", default=1000)
@@ -198,7 +212,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=300)
-CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT * 9 // 10)
 # Redis redelivers an unacknowledged message after this; it must outlast the longest task.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": CELERY_TASK_TIME_LIMIT * 4,
@@ -226,6 +240,8 @@ CELERY_TIMEZONE = "UTC"
 
 # --- Security -------------------------------------------------------------------------------
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# Load balancers probe over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG

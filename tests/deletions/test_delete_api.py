@@ -108,6 +108,24 @@ def test_resubscribe_after_the_request_wins(api, sub, django_capture_on_commit_c
     assert got.json()["is_subscribed"] is True
 
 
+def test_delete_after_a_resubscribe_while_pending_is_not_lost(
+    api, sub, django_capture_on_commit_callbacks
+):
+    first, callbacks = delete(api, sub.guid, django_capture_on_commit_callbacks)
+    time.sleep(0.002)
+    again = api.post("/v1/subscriptions", {"subscriptions": [{"feed_url": FEED}]}, format="json")
+    assert again.status_code == 200
+    time.sleep(0.002)
+
+    second, _ = delete(api, sub.guid, django_capture_on_commit_callbacks)
+    callbacks[0]()  # the worker runs only now
+
+    assert second.json()["deletion_id"] == first.json()["deletion_id"]
+    status = api.get(f"/v1/deletions/{first.json()['deletion_id']}").json()
+    assert status["status"] == "SUCCESS"
+    assert api.get(f"/v1/subscriptions/{sub.guid}").status_code == 410
+
+
 def test_adding_a_deleted_feed_again_resubscribes_it(api, sub, django_capture_on_commit_callbacks):
     delete(api, sub.guid, django_capture_on_commit_callbacks, execute=True)
 

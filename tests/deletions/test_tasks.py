@@ -1,6 +1,7 @@
 """The deletion task and the sweep, run in-process against the real PostgreSQL."""
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -168,15 +169,15 @@ def test_sweep_resends_stale_deletions(pending, settings, django_capture_on_comm
     assert len(callbacks) == 1
     deletion.refresh_from_db()
     assert deletion.status == Deletion.Status.SUCCESS
-    assert deletion.attempts == 2
+    assert deletion.sends == 2
     fresh.refresh_from_db()
     assert fresh.status == Deletion.Status.PENDING
 
 
-def test_sweep_fails_deletions_out_of_attempts(pending, settings):
+def test_sweep_fails_deletions_whose_messages_keep_getting_lost(pending, settings):
     sub, deletion = pending
-    settings.DELETION_MAX_ATTEMPTS = 3
-    Deletion.objects.filter(pk=deletion.pk).update(attempts=3)
+    settings.DELETION_MAX_SENDS = 3
+    Deletion.objects.filter(pk=deletion.pk).update(sends=3)
     age(deletion, settings.DELETION_RESEND_AFTER + 1)
     before = snapshot(sub)
 
@@ -184,8 +185,34 @@ def test_sweep_fails_deletions_out_of_attempts(pending, settings):
 
     deletion.refresh_from_db()
     assert deletion.status == Deletion.Status.FAILURE
-    assert "after 3 attempts" in deletion.message
+    assert "sent 3 times" in deletion.message
     assert snapshot(sub) == before
+
+
+def test_a_deletion_that_keeps_killing_workers_ends_after_max_attempts(pending, settings):
+    """Each start is counted before the work, so a worker killed mid-way still counts."""
+    sub, deletion = pending
+    settings.DELETION_MAX_ATTEMPTS = 3
+    Deletion.objects.filter(pk=deletion.pk).update(attempts=3)  # three workers died on it
+    before = snapshot(sub)
+
+    assert services.deletion_process(deletion_id=deletion.pk) == "FAILURE"
+
+    deletion.refresh_from_db()
+    assert (
+        deletion.message
+        == "The deletion could not be processed after 3 attempts and was rolled back"
+    )
+    assert snapshot(sub) == before
+
+
+def test_a_queued_deletion_is_not_failed_for_waiting(pending, settings):
+    """Sends are bounded separately from worker starts: a long queue alone fails nothing."""
+    _, deletion = pending
+    settings.DELETION_MAX_ATTEMPTS = 1
+    Deletion.objects.filter(pk=deletion.pk).update(sends=4)
+
+    assert services.deletion_process(deletion_id=deletion.pk) == "SUCCESS"
 
 
 def test_retry_reruns_a_failed_deletion(pending, monkeypatch, django_capture_on_commit_callbacks):
@@ -202,6 +229,38 @@ def test_retry_reruns_a_failed_deletion(pending, monkeypatch, django_capture_on_
     deletion.refresh_from_db()
     assert deletion.status == Deletion.Status.SUCCESS
     assert Subscription.objects.get(pk=sub.pk).deleted is not None
+
+
+def test_retry_keeps_the_rule_that_a_later_resubscribe_wins(
+    pending, api, django_capture_on_commit_callbacks
+):
+    sub, deletion = pending
+    time.sleep(0.002)
+    again = api.post("/v1/subscriptions", {"subscriptions": [{"feed_url": FEED}]}, format="json")
+    assert again.status_code == 200
+    assert process_deletion.apply(args=(deletion.pk,)).get() == "FAILURE"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.deletion_retry(deletion_ids=[deletion.pk])
+
+    deletion.refresh_from_db()
+    assert deletion.status == Deletion.Status.FAILURE
+    assert deletion.message == services.RESUBSCRIBED
+    assert api.get(f"/v1/subscriptions/{sub.guid}").status_code == 200
+
+
+def test_a_merge_after_the_request_wins_over_a_pending_deletion_of_the_target(pending, api):
+    target, deletion = pending
+    other = subscribe(deletion.user, "https://other.example.com/rss")
+    time.sleep(0.002)
+    response = api.patch(
+        f"/v1/subscriptions/{other.guid}", {"new_guid": str(target.guid)}, format="json"
+    )
+    assert response.status_code == 200
+
+    assert process_deletion.apply(args=(deletion.pk,)).get() == "FAILURE"
+
+    assert api.get(f"/v1/subscriptions/{other.guid}").status_code == 200
 
 
 def test_retry_skips_successful_deletions(pending):
