@@ -99,3 +99,22 @@ def test_broker_outage_during_20_deletes(api, user, worker_factory, broker):
     broker.start()
 
     wait_until(lambda: counts(ids) == {"SUCCESS": 20}, 120, worker.output)
+
+
+def test_a_killed_workers_messages_are_redelivered_without_the_sweep(api, user, worker_factory):
+    """Late acknowledgement alone saves them: with the sweep out of the picture, Redis hands a
+    killed worker's unacknowledged messages out again once the visibility timeout (four times
+    the task time limit) has passed."""
+    quiet_sweep = {"DELETION_RESEND_AFTER": "100000", "CELERY_TASK_TIME_LIMIT": "3"}
+    _, ids = request_deletions(api, user, 30)
+    first = worker_factory(**quiet_sweep)
+    wait_until(lambda: counts(ids).get("SUCCESS", 0) >= 1, 60, first.output)
+
+    first.kill()
+    left = counts(ids).get("PENDING", 0)
+    assert left > 0, "the worker finished before it was killed: nothing was tested"
+    second = worker_factory(**quiet_sweep)
+
+    wait_until(lambda: counts(ids).get("PENDING", 0) == 0, 120, second.output)
+    assert counts(ids) == {"SUCCESS": 30}
+    assert Deletion.objects.filter(pk__in=ids, sends__gt=1).count() == 0  # nothing was re-sent
