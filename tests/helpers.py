@@ -2,10 +2,14 @@
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from django.db import connection
 
 from subscriptions import services
 
@@ -57,3 +61,25 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.1)
+
+
+T = TypeVar("T")
+
+
+def at_once(*calls: Callable[[], T]) -> list[T]:
+    """Run the calls in threads released together, for races; results (or errors) in order.
+
+    Each thread has its own database connection, closed when its call is done.
+    """
+    barrier = threading.Barrier(len(calls))
+
+    def run(call: Callable[[], T]) -> T:
+        try:
+            barrier.wait(timeout=30)
+            return call()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(run, call) for call in calls]
+        return [future.result(timeout=60) for future in futures]

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from tests.factories import UserFactory
-from tests.helpers import assert_error
+from tests.helpers import assert_error, at_once
 
 PASSWORD = "correct horse battery staple"
 FEED = "https://podnews.net/rss"
@@ -407,29 +407,15 @@ def test_login_keeps_the_argon2_hash(anon, member):
 
 @pytest.mark.django_db(transaction=True)
 def test_two_refreshes_racing_with_one_token_give_one_new_token():
-    import threading
-
-    from django.db import connection
-
     member: Any = UserFactory()
     refresh = str(RefreshToken.for_user(member))
-    statuses: list[int] = []
-    barrier = threading.Barrier(4)
 
-    def run() -> None:
-        barrier.wait()
-        try:
-            response = APIClient().post(
-                "/v1/auth/refresh", {"refresh_token": refresh}, format="json"
-            )
-            statuses.append(response.status_code)
-        finally:
-            connection.close()
+    def run() -> int:
+        client = APIClient()
+        return client.post(
+            "/v1/auth/refresh", {"refresh_token": refresh}, format="json"
+        ).status_code
 
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    statuses = at_once(run, run, run, run)
 
     assert sorted(statuses) == [200, 401, 401, 401]

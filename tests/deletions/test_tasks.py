@@ -1,18 +1,17 @@
 """The deletion task and the sweep, run in-process against the real PostgreSQL."""
 
-import threading
 import time
 from datetime import timedelta
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError
 
 from config import clock
 from deletions import services
 from deletions.models import Deletion
 from deletions.tasks import process_deletion, sweep_deletions
 from subscriptions.models import Subscription
-from tests.helpers import subscribe
+from tests.helpers import at_once, subscribe
 
 FEED = "https://example.com/rss"
 
@@ -115,21 +114,11 @@ def test_concurrent_duplicate_messages_delete_once(user):
     deletion = Deletion.objects.create(
         user=user, subscription=sub, guid=sub.guid, requested=clock.now(), last_sent=clock.now()
     )
-    results: list[str] = []
-    barrier = threading.Barrier(4)
 
-    def run():
-        barrier.wait()
-        try:
-            results.append(services.deletion_process(deletion_id=deletion.pk))
-        finally:
-            connection.close()
+    def run() -> str:
+        return services.deletion_process(deletion_id=deletion.pk)
 
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    results = at_once(run, run, run, run)
 
     assert sorted(results) == ["SUCCESS", "skipped", "skipped", "skipped"]
 

@@ -4,15 +4,14 @@ Real threads, each with its own API client and database connection, on committed
 """
 
 import random
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import pytest
-from django.db import connection
 
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 from tests.conftest import client_for
+from tests.helpers import at_once
 
 PODNEWS = "https://podnews.net/rss"
 PODNEWS_GUID = "9b024349-ccf0-5f69-a609-6b82873eab3c"
@@ -23,19 +22,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def race(bodies_by_client):
     """POST every (client, body) pair at the same moment; return (status, json) of each."""
-    barrier = threading.Barrier(len(bodies_by_client))
 
     def post(client, body):
-        try:
-            barrier.wait(timeout=30)
-            response = client.post("/v1/subscriptions", body, format="json")
-            return response.status_code, response.json()
-        finally:
-            connection.close()
+        response = client.post("/v1/subscriptions", body, format="json")
+        return response.status_code, response.json()
 
-    with ThreadPoolExecutor(max_workers=len(bodies_by_client)) as pool:
-        futures = [pool.submit(post, client, body) for client, body in bodies_by_client]
-        return [future.result(timeout=60) for future in futures]
+    return at_once(*[partial(post, client, body) for client, body in bodies_by_client])
 
 
 def clients(user, count=THREADS):
