@@ -5,6 +5,7 @@ with `errors` naming the bad fields. Input that cannot be validated is a 405, as
 """
 
 import logging
+import math
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -49,22 +50,24 @@ def error_response(status: int, message: str | None = None) -> JsonResponse:
     return JsonResponse(error_body(status, message), status=status)
 
 
-def _api_or_default(status: int, request: HttpRequest, default: HttpResponse) -> HttpResponse:
-    return error_response(status) if request.path.startswith("/v1/") else default
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/v1/")
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """Django's handler400 (a bad Host header, for instance): the error object on /v1/."""
-    return _api_or_default(400, request, defaults.bad_request(request, exception))
+    return error_response(400) if _is_api(request) else defaults.bad_request(request, exception)
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
-    return _api_or_default(403, request, defaults.permission_denied(request, exception))
+    if _is_api(request):
+        return error_response(403)
+    return defaults.permission_denied(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     """Django's handler500: an error that escaped DRF still answers with the error object."""
-    return _api_or_default(500, request, defaults.server_error(request))
+    return error_response(500) if _is_api(request) else defaults.server_error(request)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
@@ -86,7 +89,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         status = 405
         errors = exc.detail if isinstance(exc, drf.ValidationError) else None
         if isinstance(exc, drf.ParseError):
-            message = f"Input could not be validated: {exc.detail}"
+            message = f"{MESSAGES[405]}: {exc.detail}"
     elif isinstance(exc, drf.MethodNotAllowed):
         status = 405
         method = context["request"].method if context.get("request") else "this method"
@@ -96,7 +99,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         message = str(exc.detail)
         wait = getattr(exc, "wait", None)
         if wait is not None:
-            headers["Retry-After"] = str(int(wait))
+            headers["Retry-After"] = str(math.ceil(wait))
     elif isinstance(exc, drf.UnsupportedMediaType):
         status = 415
     elif isinstance(exc, drf.PermissionDenied | PermissionDenied):
