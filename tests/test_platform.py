@@ -344,6 +344,7 @@ def test_celery_settings_make_a_lost_task_impossible():
     assert conf.worker_prefetch_multiplier == 1
     assert 0 < conf.task_soft_time_limit < conf.task_time_limit
     assert conf.broker_transport_options["visibility_timeout"] > conf.task_time_limit
+    assert conf.broker_transport_options["unacked_restore_throttle"] == 1
     assert {queue.name for queue in conf.task_queues} == {"celery", "deletions"}
     assert getattr(process_deletion, "queue", None) == "deletions"
     assert "sweep-deletions" in conf.beat_schedule

@@ -216,6 +216,9 @@ CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT * 9 // 10)
 # Redis redelivers an unacknowledged message after this; it must outlast the longest task.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": CELERY_TASK_TIME_LIMIT * 4,
+    # Look for a dead worker's messages every 10 s (kombu's default scans one tick in ten), so
+    # they come back within about 10 s of their visibility timeout.
+    "unacked_restore_throttle": 1,
     "socket_connect_timeout": 3,
     "socket_timeout": 10,
 }

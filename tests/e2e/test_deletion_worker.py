@@ -104,7 +104,7 @@ def test_broker_outage_during_20_deletes(api, user, worker_factory, broker):
 def test_a_killed_workers_messages_are_redelivered_without_the_sweep(api, user, worker_factory):
     """Late acknowledgement alone saves them: with the sweep out of the picture, Redis hands a
     killed worker's unacknowledged messages out again once the visibility timeout (four times
-    the task time limit) has passed."""
+    the task time limit: 12 s here) has passed, at the next 10 s scan."""
     quiet_sweep = {"DELETION_RESEND_AFTER": "100000", "CELERY_TASK_TIME_LIMIT": "3"}
     _, ids = request_deletions(api, user, 30)
     first = worker_factory(**quiet_sweep)
