@@ -5,12 +5,13 @@ from typing import Any
 from rest_framework import serializers
 
 from deletions.models import Deletion
-from deletions.services import RECEIVED
+from deletions.services import PENDING, RECEIVED, ROLLED_BACK, SUCCEEDED
 
+# For a row that has no message of its own.
 DEFAULT_MESSAGES = {
-    Deletion.Status.PENDING: "Deletion is pending",
-    Deletion.Status.SUCCESS: "Subscription deleted successfully",
-    Deletion.Status.FAILURE: "The deletion process encountered an error and was rolled back",
+    Deletion.Status.PENDING: PENDING,
+    Deletion.Status.SUCCESS: SUCCEEDED,
+    Deletion.Status.FAILURE: ROLLED_BACK,
 }
 
 

@@ -18,14 +18,15 @@ from django.db import transaction
 from django.db.models import F
 
 from config import clock
-from config.exceptions import Gone, NotFound
 from deletions.models import Deletion
-from subscriptions.models import Subscription, SubscriptionGuid
+from subscriptions.models import Subscription
+from subscriptions.selectors import subscription_by_guid
 from subscriptions.services import lock_user_writes
 
 logger = logging.getLogger(__name__)
 
 RECEIVED = "Deletion request was received and will be processed"
+PENDING = "Deletion is pending"
 SUCCEEDED = "Subscription deleted successfully"
 ROLLED_BACK = "The deletion process encountered an error and was rolled back"
 RESUBSCRIBED = (
@@ -42,12 +43,7 @@ def deletion_request(*, user: Any, guid: uuid.UUID) -> Deletion:
     """
     with transaction.atomic():
         lock_user_writes(user.pk)
-        row = SubscriptionGuid.objects.filter(user=user, guid=guid).only("subscription").first()
-        if row is None:
-            raise NotFound()
-        sub = Subscription.objects.select_for_update().get(pk=row.subscription_id)
-        if sub.deleted is not None:
-            raise Gone()
+        sub = subscription_by_guid(user=user, guid=guid, lock=True)
         now = clock.now()
         pending = Deletion.objects.filter(subscription=sub, status=Deletion.Status.PENDING).first()
         if pending is not None:

@@ -4,19 +4,20 @@ import uuid
 from typing import Any
 
 from config.exceptions import Gone, NotFound
-from subscriptions.models import Subscription, SubscriptionGuid
+from subscriptions.models import Subscription
 
 
-def subscription_by_guid(*, user: Any, guid: uuid.UUID) -> Subscription:
-    """The user's subscription that has or had `guid`, in one query.
+def subscription_by_guid(*, user: Any, guid: uuid.UUID, lock: bool = False) -> Subscription:
+    """The user's subscription that has or had `guid`, in one query; `lock` locks its row.
 
     Another user's guid is not found, exactly like one that does not exist.
     """
-    row = (
-        SubscriptionGuid.objects.select_related("subscription").filter(user=user, guid=guid).first()
-    )
-    if row is None:
+    found = Subscription.objects.filter(user=user, guid_history__guid=guid)
+    if lock:
+        found = found.select_for_update(of=("self",))
+    sub = found.first()
+    if sub is None:
         raise NotFound()
-    if row.subscription.deleted is not None:
+    if sub.deleted is not None:
         raise Gone()
-    return row.subscription
+    return sub

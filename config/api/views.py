@@ -2,6 +2,7 @@
 
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
@@ -148,8 +149,6 @@ def _check_database() -> str:
 def _check_broker() -> str:
     if not settings.REDIS_URL:
         return "in-process"
-    import redis
-
     try:
         client = redis.Redis.from_url(
             settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
