@@ -735,10 +735,11 @@ def test_unsupported_method_is_405_with_the_standard_message_and_allow(api):
     assert "PATCH" in response["Allow"]
 
 
-def test_a_bad_host_header_on_an_api_path_answers_the_error_object(anon, settings):
-    settings.DEBUG = False
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_bad_host_header_on_an_api_path_answers_the_error_object(anon, settings, debug):
+    settings.DEBUG = debug
     settings.ALLOWED_HOSTS = ["api.example.com"]
 
     response = anon.get("/v1/capabilities", HTTP_HOST="evil.example.com")
 
-    assert_error(response, 400, "Bad request")
+    assert_error(response, 400, "Bad request: host not allowed")
