@@ -2,7 +2,8 @@
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce, Greatest
 
 
 class Subscription(models.Model):
@@ -22,6 +23,18 @@ class Subscription(models.Model):
     guid_changed = models.DateTimeField(null=True, blank=True)
     deleted = models.DateTimeField(null=True, blank=True)
     created = models.DateTimeField()
+    # The list's `since` asks for any of three timestamps being later: one column, computed by
+    # the database so no write can forget it, lets an index answer that.
+    changed = models.GeneratedField(
+        expression=Greatest(
+            F("subscription_changed"),
+            Coalesce(F("guid_changed"), F("subscription_changed")),
+            Coalesce(F("deleted"), F("subscription_changed")),
+        ),
+        output_field=models.DateTimeField(),
+        db_persist=True,
+        help_text="The latest of subscription_changed, guid_changed and deleted.",
+    )
 
     class Meta:
         constraints = [
@@ -31,7 +44,10 @@ class Subscription(models.Model):
                 name="subscription_deleted_is_unsubscribed",
             ),
         ]
-        indexes = [models.Index(fields=["user", "id"], name="subscription_user_id_idx")]
+        indexes = [
+            models.Index(fields=["user", "id"], name="subscription_user_id_idx"),
+            models.Index(fields=["user", "changed"], name="subscription_user_changed_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.feed_url} ({self.guid})"
@@ -42,16 +58,23 @@ class SubscriptionGuid(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     subscription = models.ForeignKey(
-        Subscription, on_delete=models.CASCADE, related_name="guid_history"
+        Subscription, on_delete=models.CASCADE, related_name="guid_history", db_index=False
     )
     guid = models.UUIDField()
     assigned = models.DateTimeField(help_text="When the subscription took this guid.")
+    # A merge ends a guid without adding one, so this cannot be derived from the next row.
+    replaced = models.DateTimeField(
+        null=True, blank=True, help_text="When this guid stopped being its subscription's guid."
+    )
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["user", "guid"], name="subscriptionguid_user_guid_unique"
             )
+        ]
+        indexes = [
+            models.Index(fields=["subscription", "assigned"], name="subscriptionguid_sub_idx")
         ]
         ordering = ["assigned", "id"]
 

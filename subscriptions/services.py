@@ -74,6 +74,7 @@ class _Workspace:
         self._merged_into: dict[int, Subscription] = {}
         self._merged_saved: list[Subscription] = []
         self._new_guid_rows: list[SubscriptionGuid] = []
+        self._replaced_guids: set[uuid.UUID] = set()
         self._new_feed_rows: list[SubscriptionFeed] = []
         self._moved_feed_rows: list[SubscriptionFeed] = []
 
@@ -117,6 +118,7 @@ class _Workspace:
 
     def change_guid(self, sub: Subscription, guid: uuid.UUID) -> None:
         """Give `sub` a guid the user has never used."""
+        self._replaced_guids.add(sub.guid)
         self._set(sub, guid=guid, guid_changed=self.now)
         self._add_guid(sub, guid)
 
@@ -150,6 +152,7 @@ class _Workspace:
         """
         if into is source:
             return
+        self._replaced_guids.add(source.guid)
         for guid, owner in self.by_guid.items():
             if owner is source:
                 self.by_guid[guid] = into
@@ -225,6 +228,10 @@ class _Workspace:
             new_row.subscription = self.final(new_row.subscription)
         SubscriptionGuid.objects.bulk_create(self._new_guid_rows)
         SubscriptionFeed.objects.bulk_create(self._new_feed_rows)
+        if self._replaced_guids:
+            SubscriptionGuid.objects.filter(user=self.user, guid__in=self._replaced_guids).update(
+                replaced=self.now
+            )
 
     def _set(self, sub: Subscription, **values: Any) -> None:
         for field, value in values.items():

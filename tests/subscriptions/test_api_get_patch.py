@@ -15,9 +15,9 @@ NOT_FOUND = {"code": "404", "message": "Resource not found"}
 GONE = {"code": "410", "message": "Subscription has been deleted"}
 UNAUTHORIZED = {"code": "401", "message": "User not authorized"}
 MAX_GET_QUERIES = 2
-MAX_PATCH_QUERIES = 9
-# A merge also moves the history rows and removes one subscription.
-MAX_MERGE_QUERIES = 13
+MAX_PATCH_QUERIES = 10
+# A merge also moves the history rows, ends the merged guid and removes one subscription.
+MAX_MERGE_QUERIES = 14
 
 pytestmark = pytest.mark.django_db
 
