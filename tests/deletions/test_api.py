@@ -110,7 +110,12 @@ def test_id_that_is_not_a_positive_63_bit_integer_is_405(api, user, spelling):
 
     response = api.get(f"/v1/deletions/{spelling}")
 
-    assert_error(response, 405, "Input could not be validated")
+    body = assert_error(response, 405)
+    assert body["message"] in (
+        "Input could not be validated: id must be a positive integer",
+        f"Input could not be validated: id must be at most {2**63 - 1}",
+    )
+    assert set(body["errors"]) == {"id"}
 
 
 def test_largest_63_bit_id_is_valid_and_not_found(api):

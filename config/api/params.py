@@ -1,0 +1,77 @@
+"""Path and query parameters: strict parsing, and a 405 naming the parameter when it fails."""
+
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from rest_framework.request import Request
+
+from config.exceptions import InvalidInput
+
+MAX_INTEGER = 2**63 - 1
+
+# Clients generated from the OPA schema, which types ids and page numbers as JSON numbers, may
+# send 25.0 for 25.
+_INTEGRAL = re.compile(r"^([0-9]{1,19})(?:\.0*)?$", re.ASCII)
+
+# RFC 3339 date-time. A space stands for "+" in the offset too: an unencoded "+" in a query
+# string arrives as a space, and nothing else can be meant there.
+_RFC3339 = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+\- ]\d{2}:\d{2})$",
+    re.ASCII,
+)
+
+
+def bad_parameter(name: str, problem: str) -> InvalidInput:
+    return InvalidInput(f"{name} {problem}", errors={name: [problem]})
+
+
+def parse_integer(name: str, value: str, *, maximum: int = MAX_INTEGER) -> int:
+    """A positive integer no larger than `maximum`, written in ASCII digits (25 or 25.0)."""
+    match = _INTEGRAL.match(value)
+    number = int(match.group(1)) if match else 0
+    if number < 1:
+        raise bad_parameter(name, "must be a positive integer")
+    if number > maximum:
+        raise bad_parameter(name, f"must be at most {maximum}")
+    return number
+
+
+def parse_timestamp(name: str, value: str) -> datetime:
+    """An RFC 3339 date-time, any precision and offset, as an aware UTC datetime.
+
+    Digits past the microsecond are dropped: stored times are whole milliseconds, so "later
+    than" comes out the same. A leap second (:60) is the last microsecond of its minute.
+    """
+    match = _RFC3339.match(value)
+    if match is None:
+        raise bad_parameter(name, "must be an RFC 3339 date-time, like 2023-02-23T14:00:00.000Z")
+    date, hours_minutes, seconds, fraction, offset = match.groups()
+    micros = (fraction or "").ljust(6, "0")[:6]
+    if seconds == "60":
+        seconds, micros = "59", "999999"
+    offset = "+00:00" if offset in ("Z", "z") else offset.replace(" ", "+")
+    try:
+        parsed = datetime.fromisoformat(f"{date}T{hours_minutes}:{seconds}.{micros}{offset}")
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise bad_parameter(name, "is not a valid date-time") from None
+
+
+def query_param(request: Request, name: str) -> str | None:
+    """The one value of a query parameter, or None; given twice it is ambiguous, so a 405."""
+    values = request.query_params.getlist(name)
+    if len(values) > 1:
+        raise bad_parameter(name, "must be given at most once")
+    return values[0] if values else None
+
+
+def reject_unknown(request: Request, known: Iterable[str]) -> None:
+    """A parameter the operation does not have is a mistake worth telling (a typo of `since`
+    would otherwise list everything)."""
+    unknown = sorted(set(request.query_params) - set(known))
+    if unknown:
+        raise InvalidInput(
+            f"unknown query parameter {unknown[0]!r}",
+            errors={name: ["Unknown query parameter."] for name in unknown},
+        )
