@@ -9,6 +9,8 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.api.pagination import OpaPagination
+from config.api.params import parse_timestamp, query_param, reject_unknown
 from config.api.schema import AUTHENTICATED, WITH_BODY, errors
 from config.exceptions import InvalidInput
 from deletions import services as deletion_services
@@ -37,9 +39,46 @@ def parse_path_guid(value: str) -> uuid.UUID:
     return guid
 
 
+class SubscriptionPagination(OpaPagination):
+    items_key = "subscriptions"
+
+
 class SubscriptionViewSet(viewsets.ViewSet):
     lookup_field = "guid"
     lookup_value_regex = "[^/]+"
+    pagination_class = SubscriptionPagination
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "since",
+                OpenApiTypes.DATETIME,
+                OpenApiParameter.QUERY,
+                description=(
+                    "RFC 3339, any precision and offset. Only subscriptions whose "
+                    "subscription_changed, guid_changed or deleted is later are listed, each "
+                    "under the guid it had at that time."
+                ),
+            )
+        ],
+        responses={200: SubscriptionSerializer(many=True), **errors(*AUTHENTICATED)},
+        summary="List subscriptions, or those changed since a time",
+        description=(
+            "Subscribed, unsubscribed and deleted subscriptions, in the order they were "
+            "created. `guid` is the guid the subscription had at `since` (its first guid "
+            "without `since`), `new_guid` its current guid when that differs."
+        ),
+    )
+    def list(self, request: Request) -> Response:
+        paginator = self.pagination_class()
+        reject_unknown(request, ["since", "page", "per_page"])
+        since = query_param(request, "since")
+        found = selectors.subscription_list(
+            user=request.user, since=None if since is None else parse_timestamp("since", since)
+        )
+        page = paginator.paginate_queryset(found, request, view=self)
+        items = SubscriptionSerializer([(sub, sub.listed_guid) for sub in page], many=True)
+        return paginator.get_paginated_response(items.data)
 
     @extend_schema(
         request=AddRequestSerializer,
