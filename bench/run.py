@@ -3,6 +3,8 @@
 Starts its own PostgreSQL, Redis and Celery workers (the same helpers the tests use), then
 measures, through the full Django stack:
 - POST /v1/subscriptions with 1 and 500 entries, GET and PATCH of one subscription;
+- GET /v1/subscriptions: a page of 50 out of 10,000, with and without `since`, and the query
+  plans behind it;
 - DELETE -> SUCCESS latency with an idle worker (p50, p95);
 - how long 1,000 deletions take to drain with 2 worker processes.
 """
@@ -28,7 +30,7 @@ def percentile(values: list[float], q: float) -> float:
 def report(name: str, seconds: list[float]) -> None:
     ms = [s * 1000 for s in seconds]
     print(
-        f"{name:<44} n={len(ms):<5} p50={percentile(ms, 0.5):8.2f} ms  "
+        f"{name:<56} n={len(ms):<5} p50={percentile(ms, 0.5):8.2f} ms  "
         f"p95={percentile(ms, 0.95):8.2f} ms  mean={statistics.fmean(ms):8.2f} ms"
     )
 
@@ -108,7 +110,9 @@ def run_benchmarks() -> None:
         timed(lambda: api.post("/v1/subscriptions", existing, format="json"), 20),
     )
     guid = subscribe(user, "https://bench.example.com/one.xml").guid
-    report("GET /v1/subscriptions/{guid}", timed(lambda: api.get(f"/v1/subscriptions/{guid}"), 300))
+    get_one = timed(lambda: api.get(f"/v1/subscriptions/{guid}"), 300)
+    report("GET /v1/subscriptions/{guid}", get_one)
+    bench_list(get_one)
     flip = iter([True, False] * 1000)
     report(
         "PATCH /v1/subscriptions/{guid} is_subscribed",
@@ -153,12 +157,82 @@ def run_benchmarks() -> None:
         drained = time.perf_counter() - start
         done = Deletion.objects.filter(pk__in=ids, status="SUCCESS").count()
         print(
-            f"{'1,000 deletions, 2 worker processes':<44} queued in {queued:.2f} s; drained "
+            f"{'1,000 deletions, 2 worker processes':<56} queued in {queued:.2f} s; drained "
             f"{drained:.2f} s after the worker started, start-up included "
             f"({1000 / drained:.0f}/s), {done} SUCCESS"
         )
     finally:
         worker.stop()
+
+
+def bench_list(get_one: list[float]) -> None:
+    """A page of 50 out of one user's 10,000 subscriptions, 50 of which changed after `since`."""
+    from django.db import connection
+    from rest_framework.test import APIClient
+    from rest_framework_simplejwt.tokens import RefreshToken
+
+    from config.api.fields import format_timestamp
+    from config.clock import now
+    from subscriptions import selectors
+    from tests.factories import UserFactory
+
+    user: Any = UserFactory()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
+    for batch in range(20):
+        entries = [{"feed_url": f"https://list.example.com/{batch}/{i}"} for i in range(500)]
+        api.post("/v1/subscriptions", {"subscriptions": entries}, format="json")
+    time.sleep(0.002)
+    since = now()
+    time.sleep(0.002)
+    listed = api.get("/v1/subscriptions", {"per_page": 500}).json()["subscriptions"]
+    for item in listed[::10]:
+        api.patch(f"/v1/subscriptions/{item['guid']}", {"is_subscribed": False}, format="json")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+    stamp = format_timestamp(since)
+    cases: dict[str, dict[str, Any]] = {
+        "page 1, no since": {"per_page": 50},
+        "page 200 (the last), no since": {"per_page": 50, "page": 200},
+        "since -> 50 changed, page 1": {"per_page": 50, "since": stamp},
+        "since -> all 10,000, page 100": {
+            "per_page": 50,
+            "page": 100,
+            "since": "2000-01-01T00:00:00Z",
+        },
+    }
+    get_p50 = percentile(get_one, 0.5)
+    for name, params in cases.items():
+        samples = timed_get(api, params, 200)
+        report(f"GET /v1/subscriptions {name}", samples)
+        print(f"{'':<56} p50 ratio to GET one: {percentile(samples, 0.5) / get_p50:.2f}")
+
+    plans = {
+        "page 1 with since (50 of 10,000 changed)": selectors.subscription_list(
+            user=user, since=since
+        )[0:50],
+        "page 200 without since": selectors.subscription_list(user=user, since=None)[9950:10000],
+    }
+    for title, page in plans.items():
+        sql, sql_params = page.query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, sql_params)
+            plan = [row[0] for row in cursor.fetchall()]
+        print(f"\nQuery plan, {title}:")
+        print("\n".join("  " + line for line in plan))
+    print()
+
+
+def timed_get(api: Any, params: dict[str, Any], repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        response = api.get("/v1/subscriptions", params)
+        samples.append(time.perf_counter() - start)
+        if response.status_code != 200:
+            raise RuntimeError(f"list failed: {response.status_code} {response.content[:200]!r}")
+    return samples
 
 
 if __name__ == "__main__":
