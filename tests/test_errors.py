@@ -61,14 +61,16 @@ def deletion(user: Any, subscription: Subscription) -> Deletion:
 
 # --- 401 ----------------------------------------------------------------------------------------
 
-OPERATIONS = ["add", "read", "update", "deletion"]
+OPERATIONS = ["add", "list", "read", "update", "deletion"]
 
 
 def call(client: APIClient, operation: str, sub: Subscription, deletion: Deletion) -> Any:
-    """One of the four operations of the interface, on resources that exist for `user`."""
+    """One of the operations of the interface and the list, on resources `user` has."""
     if operation == "add":
         body = {"subscriptions": [{"feed_url": "https://example.com/feed.xml"}]}
         return client.post("/v1/subscriptions", body, format="json")
+    if operation == "list":
+        return client.get("/v1/subscriptions", {"since": "2000-01-01T00:00:00Z"})
     if operation == "read":
         return client.get(f"/v1/subscriptions/{sub.guid}")
     if operation == "update":
