@@ -9,7 +9,7 @@ after a bounded number of attempts, so none stays PENDING.
 
 import logging
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -42,12 +42,11 @@ def deletion_request(*, user: Any, guid: uuid.UUID) -> Deletion:
     A deletion already pending for it is returned as it is. The task is sent after commit.
     """
     with transaction.atomic():
-        lock_user_writes(user.pk)
+        now = lock_user_writes(user.pk)
         sub = subscription_by_guid(user=user, guid=guid, lock=True)
-        now = clock.now()
         pending = Deletion.objects.filter(subscription=sub, status=Deletion.Status.PENDING).first()
         if pending is not None:
-            if sub.subscription_changed > pending.requested:
+            if sub.subscription_changed >= pending.requested:
                 # Re-subscribed since that request: this DELETE is the latest word, not that one.
                 pending.requested = now
                 pending.save(update_fields=["requested"])
@@ -91,7 +90,7 @@ def deletion_process(*, deletion_id: int) -> str:
     user_id = Deletion.objects.values_list("user_id", flat=True).get(pk=deletion_id)
     with transaction.atomic():
         # The user first, then the deletion: the order every writer of this user's rows takes.
-        lock_user_writes(user_id)
+        now = lock_user_writes(user_id)
         deletion = Deletion.objects.select_for_update().get(pk=deletion_id)
         if deletion.status != Deletion.Status.PENDING:
             return "skipped"
@@ -106,18 +105,17 @@ def deletion_process(*, deletion_id: int) -> str:
         )
         if sub is None:
             return _finish(deletion, Deletion.Status.FAILURE, MERGED)
-        if sub.subscription_changed > deletion.requested:
+        if sub.subscription_changed >= deletion.requested:
             return _finish(deletion, Deletion.Status.FAILURE, RESUBSCRIBED)
         if sub.deleted is not None:
             return _finish(deletion, Deletion.Status.SUCCESS, SUCCEEDED)
-        _tombstone(sub)
+        _tombstone(sub, now)
         return _finish(deletion, Deletion.Status.SUCCESS, SUCCEEDED)
 
 
-def _tombstone(sub: Subscription) -> None:
+def _tombstone(sub: Subscription, now: datetime) -> None:
     """Mark the subscription deleted. Its guid and feed URL history stay, pointing at it, so
     every guid it had answers 410 and adding its feed again re-subscribes it."""
-    now = clock.now()
     sub.deleted = now
     sub.is_subscribed = False
     sub.subscription_changed = now

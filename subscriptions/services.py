@@ -10,11 +10,12 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import models, transaction
+from django.db.models import OuterRef, Subquery
 
 from config import clock
 from config.exceptions import Gone, InvalidInput, NotFound
@@ -50,12 +51,26 @@ class _ValidEntry:
     computed_guid: uuid.UUID
 
 
-def lock_user_writes(user_id: int) -> None:
-    """Serialise one user's writes (until the transaction ends).
+def lock_user_writes(user_id: int) -> datetime:
+    """Serialise one user's writes (until the transaction ends); return the time to stamp them.
 
     Concurrent adds of one feed then make one subscription, and a merge never races a deletion.
+    The time is the clock's, but always after the user's latest change, so that a list's `since`
+    (strictly later than) never misses a change: not one made in the same millisecond as the
+    last, nor one made on a machine whose clock is behind another's.
     """
-    get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk").first()
+    latest = Subscription.objects.filter(user=OuterRef("pk")).order_by("-changed")
+    locked = (
+        get_user_model()
+        .objects.select_for_update(of=("self",))
+        .filter(pk=user_id)
+        .annotate(latest=Subquery(latest.values("changed")[:1]))
+    )
+    last_change = locked.values_list("latest", flat=True).first()
+    now = clock.now()
+    if last_change is not None and last_change >= now:
+        return last_change + timedelta(milliseconds=1)
+    return now
 
 
 class _Workspace:
@@ -307,8 +322,8 @@ def subscription_add_many(*, user: Any, entries: Sequence[AddEntry]) -> AddResul
 
     guids = {g for e in valid for g in (e.sent_guid, e.computed_guid) if g is not None}
     with transaction.atomic():
-        lock_user_writes(user.pk)
-        ws = _Workspace(user, guids=guids, digests={e.digest for e in valid}, now=clock.now())
+        now = lock_user_writes(user.pk)
+        ws = _Workspace(user, guids=guids, digests={e.digest for e in valid}, now=now)
         added = [_add_one(ws, entry) for entry in valid]
         ws.flush()
     return AddResult(success=[ws.final(sub) for sub in added], failure=failure)
@@ -337,9 +352,9 @@ def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdat
         digest = feeds.feed_key_digest(change.new_feed_url)
 
     with transaction.atomic():
-        lock_user_writes(user.pk)
+        now = lock_user_writes(user.pk)
         wanted = [guid] if change.new_guid is None else [guid, change.new_guid]
-        ws = _Workspace(user, guids=wanted, digests=[digest] if digest else [], now=clock.now())
+        ws = _Workspace(user, guids=wanted, digests=[digest] if digest else [], now=now)
         sub = ws.by_guid.get(guid)
         if sub is None:
             raise NotFound()

@@ -108,6 +108,37 @@ def test_resubscribe_after_the_request_wins(api, sub, django_capture_on_commit_c
     assert got.json()["is_subscribed"] is True
 
 
+def test_resubscribe_in_the_same_millisecond_as_the_request_wins(
+    api, user, clock, django_capture_on_commit_callbacks
+):
+    """Changes of one user are stamped in order, a millisecond apart when the clock stands."""
+    pinned = subscribe(user, FEED)
+    response, callbacks = delete(api, pinned.guid, django_capture_on_commit_callbacks)
+    again = api.post("/v1/subscriptions", {"subscriptions": [{"feed_url": FEED}]}, format="json")
+    assert again.status_code == 200
+
+    callbacks[0]()
+
+    status = api.get(f"/v1/deletions/{response.json()['deletion_id']}").json()
+    assert status["message"] == RESUBSCRIBED
+    assert api.get(f"/v1/subscriptions/{pinned.guid}").json()["is_subscribed"] is True
+
+
+def test_delete_in_the_same_millisecond_as_a_resubscribe_is_not_lost(
+    api, user, clock, django_capture_on_commit_callbacks
+):
+    pinned = subscribe(user, FEED)
+    first, callbacks = delete(api, pinned.guid, django_capture_on_commit_callbacks)
+    api.post("/v1/subscriptions", {"subscriptions": [{"feed_url": FEED}]}, format="json")
+    delete(api, pinned.guid, django_capture_on_commit_callbacks)
+
+    callbacks[0]()
+
+    status = api.get(f"/v1/deletions/{first.json()['deletion_id']}").json()
+    assert status["status"] == "SUCCESS"
+    assert api.get(f"/v1/subscriptions/{pinned.guid}").status_code == 410
+
+
 def test_delete_after_a_resubscribe_while_pending_is_not_lost(
     api, sub, django_capture_on_commit_callbacks
 ):

@@ -66,11 +66,11 @@ def test_transient_errors_are_retried(pending, monkeypatch):
     real = services._tombstone
     calls = []
 
-    def flaky(target):
+    def flaky(target, now):
         calls.append(1)
         if len(calls) < 3:
             raise OperationalError("could not serialize access")
-        real(target)
+        real(target, now)
 
     monkeypatch.setattr(services, "_tombstone", flaky)
     process_deletion.apply(args=(deletion.pk,))
@@ -84,7 +84,7 @@ def test_transient_errors_end_as_failure_when_retries_run_out(pending, monkeypat
     sub, deletion = pending
     before = snapshot(sub)
 
-    def down(target):
+    def down(target, now):
         raise OperationalError("server closed the connection")
 
     monkeypatch.setattr(services, "_tombstone", down)
@@ -206,7 +206,7 @@ def test_a_queued_deletion_is_not_failed_for_waiting(pending, settings):
 
 def test_retry_reruns_a_failed_deletion(pending, monkeypatch, django_capture_on_commit_callbacks):
     sub, deletion = pending
-    monkeypatch.setattr(services, "_tombstone", lambda target: 1 / 0)
+    monkeypatch.setattr(services, "_tombstone", lambda target, now: 1 / 0)
     process_deletion.apply(args=(deletion.pk,))
     monkeypatch.undo()
     deletion.refresh_from_db()

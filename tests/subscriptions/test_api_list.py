@@ -342,6 +342,28 @@ def test_since_equal_to_a_change_excludes_it(api, clock):
     assert listing(api, since=just_before)["total"] == 1
 
 
+def test_a_change_in_the_same_millisecond_as_the_last_is_still_later(api, clock):
+    """A client that synced right after the first change still gets the second one."""
+    [guid] = add(api, "https://example.com/feed")
+    seen = listing(api)["subscriptions"][0]["subscription_changed"]
+
+    patch(api, guid, {"is_subscribed": False})  # the clock has not moved
+
+    [item] = listing(api, since=seen)["subscriptions"]
+    assert item["subscription_changed"] > seen
+
+
+def test_a_change_from_a_machine_whose_clock_is_behind_is_still_later(api, clock):
+    [guid] = add(api, "https://example.com/feed")
+    seen = clock.stamp
+    clock.advance(seconds=-30)  # another web or worker machine, its clock 30 s behind
+
+    changed = patch(api, guid, {"is_subscribed": False})["subscription_changed"]
+
+    assert changed > seen
+    assert listing(api, since=seen)["total"] == 1
+
+
 @pytest.mark.parametrize(
     ("since", "listed"),
     [
