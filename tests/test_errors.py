@@ -745,3 +745,14 @@ def test_a_bad_host_header_on_an_api_path_answers_the_error_object(anon, setting
     response = anon.get("/v1/capabilities", HTTP_HOST="evil.example.com")
 
     assert_error(response, 400, "Bad request: host not allowed")
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/subscriptions", "/v1/subscriptions/{guid}", "/v1/deletions/1"]
+)
+def test_over_a_thousand_query_parameters_is_405_never_500(api, subscription, path):
+    query = "&".join(f"x{i}=1" for i in range(1001))
+
+    response = api.get(f"{path.format(guid=subscription.guid)}?{query}")
+
+    assert_error(response, 405, "Input could not be validated: too many parameters, at most 1000")

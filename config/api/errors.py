@@ -8,7 +8,8 @@ import logging
 import math
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, TooManyFieldsSent
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
@@ -90,6 +91,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         errors = exc.detail if isinstance(exc, drf.ValidationError) else None
         if isinstance(exc, drf.ParseError):
             message = f"{MESSAGES[405]}: {exc.detail}"
+    elif isinstance(exc, TooManyFieldsSent):
+        status = 405
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        message = f"{MESSAGES[405]}: too many parameters, at most {limit}"
     elif isinstance(exc, drf.MethodNotAllowed):
         status = 405
         method = context["request"].method if context.get("request") else "this method"

@@ -12,12 +12,12 @@ MAX_INTEGER = 2**63 - 1
 
 # Clients generated from the OPA schema, which types ids and page numbers as JSON numbers, may
 # send 25.0 for 25.
-_INTEGRAL = re.compile(r"^([0-9]{1,19})(?:\.0*)?$", re.ASCII)
+_INTEGRAL = re.compile(r"0*([0-9]{1,19})(?:\.0+)?", re.ASCII)
 
 # RFC 3339 date-time. A space stands for "+" in the offset too: an unencoded "+" in a query
 # string arrives as a space, and nothing else can be meant there.
 _RFC3339 = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+\- ]\d{2}:\d{2})$",
+    r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+\- ]\d{2}:\d{2})",
     re.ASCII,
 )
 
@@ -28,7 +28,7 @@ def bad_parameter(name: str, problem: str) -> InvalidInput:
 
 def parse_integer(name: str, value: str, *, maximum: int = MAX_INTEGER) -> int:
     """A positive integer no larger than `maximum`, written in ASCII digits (25 or 25.0)."""
-    match = _INTEGRAL.match(value)
+    match = _INTEGRAL.fullmatch(value)
     number = int(match.group(1)) if match else 0
     if number < 1:
         raise bad_parameter(name, "must be a positive integer")
@@ -43,7 +43,7 @@ def parse_timestamp(name: str, value: str) -> datetime:
     Digits past the microsecond are dropped: stored times are whole milliseconds, so "later
     than" comes out the same. A leap second (:60) is the last microsecond of its minute.
     """
-    match = _RFC3339.match(value)
+    match = _RFC3339.fullmatch(value)
     if match is None:
         raise bad_parameter(name, "must be an RFC 3339 date-time, like 2023-02-23T14:00:00.000Z")
     date, hours_minutes, seconds, fraction, offset = match.groups()

@@ -71,7 +71,7 @@ def test_deletion_of_a_subscription_that_is_gone_is_still_readable(api, user):
     assert response.json()["status"] == "SUCCESS"
 
 
-@pytest.mark.parametrize("spelling", ["25", "25.0", "25.00"])
+@pytest.mark.parametrize("spelling", ["25", "25.0", "25.00", "025", "00000000000000000000025"])
 def test_integral_id_with_a_zero_fraction_is_that_integer(api, user, spelling):
     make_deletion(user, "SUCCESS", "Subscription deleted successfully", pk=25)
 
@@ -95,6 +95,8 @@ def test_integral_id_with_a_zero_fraction_is_that_integer(api, user, spelling):
         "25abc",
         "0x19",
         "%00",
+        "1%0A",  # a trailing newline
+        "1.",
         "NaN",
         "Infinity",
         "true",

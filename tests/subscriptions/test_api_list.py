@@ -215,10 +215,11 @@ def test_per_page_within_bounds(api, per_page, expected):
     assert len(body["subscriptions"]) == min(expected, 3)
 
 
-def test_page_written_with_a_zero_fraction_is_that_page(api):
+@pytest.mark.parametrize("page", ["2.0", "2.000", "02", "0000000000000000000000002"])
+def test_page_written_with_a_zero_fraction_or_leading_zeros_is_that_page(api, page):
     add(api, *feeds(3))
 
-    assert listing(api, per_page=1, page="2.0")["page"] == 2
+    assert listing(api, per_page=1, page=page)["page"] == 2
 
 
 def test_per_page_above_the_limit_is_405_naming_it(api):
@@ -229,7 +230,7 @@ def test_per_page_above_the_limit_is_405_naming_it(api):
 
 
 BAD_INTEGERS = [
-    *("0", "-1", "1.5", "abc", "", " 2", "2 ", "0x10", "1e2", "NaN", "true"),
+    *("0", "-1", "1.5", "1.", "abc", "", " 2", "2 ", "2\n", "0x10", "1e2", "NaN", "true"),
     "\u0662",  # ARABIC-INDIC DIGIT TWO
     "9" * 5000,
 ]
@@ -415,6 +416,8 @@ def test_since_precision_and_offsets(api, clock, since, listed):
         "0001-01-01T00:00:00+01:00",  # before year 1 in UTC
         "9999-12-31T23:59:59-01:00",  # after year 9999 in UTC
         "2024-02-23T14:00:00Z\x00",
+        "2024-02-23T14:00:00Z\n",
+        "\n2024-02-23T14:00:00Z",
         "\uff12\uff10\uff12\uff14-02-23T14:00:00Z",  # full-width digits
         "2024-02-23T14:00:00Z" + "0" * 5000,
     ],
