@@ -13,8 +13,12 @@ class Subscription(models.Model):
     hold the current ones, so that any of them reaches this row.
     """
 
+    # Indexed by the composite indexes below, which all start with it.
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="subscriptions",
+        db_index=False,
     )
     guid = models.UUIDField(help_text="Current guid.")
     feed_url = models.CharField(max_length=2048, help_text="Current feed URL, as sent.")
@@ -45,7 +49,8 @@ class Subscription(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["user", "id"], name="subscription_user_id_idx"),
+            # Pages in creation order, filtered by `changed`, read from the index alone.
+            models.Index(fields=["user", "id", "changed"], name="subscription_user_id_idx"),
             models.Index(fields=["user", "changed"], name="subscription_user_changed_idx"),
         ]
 

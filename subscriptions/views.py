@@ -4,7 +4,7 @@ import uuid
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -39,6 +39,22 @@ def parse_path_guid(value: str) -> uuid.UUID:
     return guid
 
 
+# An item of the OPA get-all page's resolution example, listed with a `since` between its two
+# guid changes (the page around it comes from the pagination's own examples).
+LIST_EXAMPLE = OpenApiExample(
+    "Changed since 2022-05-30",
+    response_only=True,
+    value={
+        "feed_url": "https://example.com/rss1",
+        "guid": "daac3ce5-7b16-4cf0-8294-86ad71944a64",
+        "is_subscribed": True,
+        "subscription_changed": "2022-03-21T18:45:35.513Z",
+        "new_guid": "36a47c4c-4aa3-428a-8132-3712a8422002",
+        "guid_changed": "2022-12-23T10:24:14.670Z",
+    },
+)
+
+
 class SubscriptionPagination(OpaPagination):
     items_key = "subscriptions"
 
@@ -66,8 +82,10 @@ class SubscriptionViewSet(viewsets.ViewSet):
         description=(
             "Subscribed, unsubscribed and deleted subscriptions, in the order they were "
             "created. `guid` is the guid the subscription had at `since` (its first guid "
-            "without `since`), `new_guid` its current guid when that differs."
+            "without `since`), `new_guid` its current guid when that differs. A bad value, a "
+            "parameter given twice or an unknown parameter is a 405 naming it."
         ),
+        examples=[LIST_EXAMPLE],
     )
     def list(self, request: Request) -> Response:
         paginator = self.pagination_class()

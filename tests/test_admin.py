@@ -2,6 +2,7 @@
 
 import re
 import uuid
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
@@ -331,7 +332,8 @@ def test_retry_action_reruns_a_failed_deletion_through_the_service(
         guid=alpha.guid,
         status=Deletion.Status.FAILURE,
         message="The deletion process encountered an error and was rolled back",
-        requested=alpha.subscription_changed,
+        # As deletion_request stamps it: after the subscription's last change.
+        requested=alpha.subscription_changed + timedelta(milliseconds=1),
     )
 
     with django_capture_on_commit_callbacks(execute=True):

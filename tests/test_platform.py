@@ -167,6 +167,7 @@ def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 # Statuses each operation really answers (interface.md Errors; product.md sections 2, 4 and 11).
 DOCUMENTED = {
     ("post", "/v1/subscriptions"): {200, 401, 405, 413, 415, 429},
+    ("get", "/v1/subscriptions"): {200, 401, 405, 429},
     ("get", "/v1/subscriptions/{guid}"): {200, 401, 404, 405, 410, 429},
     ("patch", "/v1/subscriptions/{guid}"): {200, 401, 404, 405, 410, 413, 415, 429},
     ("get", "/v1/deletions/{id}"): {200, 401, 404, 405, 429},
@@ -204,6 +205,29 @@ def test_every_error_response_is_the_error_object(openapi):
     assert checked >= 30
 
 
+def test_the_list_documents_its_parameters_page_body_and_an_example(openapi):
+    operation = openapi["paths"]["/v1/subscriptions"]["get"]
+    parameters = {p["name"]: p for p in operation["parameters"]}
+    content = operation["responses"]["200"]["content"]["application/json"]
+    body = resolve(openapi, content["schema"])
+
+    assert set(parameters) == {"since", "page", "per_page"}
+    assert parameters["since"]["schema"] == {"type": "string", "format": "date-time"}
+    assert parameters["per_page"]["schema"]["maximum"] == 500
+    assert set(body["required"]) == {"total", "page", "per_page", "subscriptions"}
+    assert set(body["properties"]) == {
+        "total",
+        "page",
+        "per_page",
+        "next",
+        "previous",
+        "subscriptions",
+    }
+    [example] = content["examples"].values()
+    assert set(example["value"]) == set(body["properties"])
+    assert example["value"]["subscriptions"][0]["new_guid"]
+
+
 def test_every_json_success_documents_its_body(openapi):
     for method, path, operation in operations(openapi):
         for status, response in operation["responses"].items():
@@ -229,6 +253,7 @@ def bearer_schemes(doc: dict[str, Any]) -> set[str]:
     ("method", "path"),
     [
         ("post", "/v1/subscriptions"),
+        ("get", "/v1/subscriptions"),
         ("get", "/v1/subscriptions/{guid}"),
         ("patch", "/v1/subscriptions/{guid}"),
         ("get", "/v1/deletions/{id}"),

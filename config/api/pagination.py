@@ -76,15 +76,20 @@ class OpaPagination(pagination.PageNumberPagination):
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         link = {"type": "string", "format": "uri", "description": "Absent at this end."}
+        base = "https://sync.example.com/v1/subscriptions?per_page=50&page="
         return {
             "type": "object",
             "required": ["total", "page", "per_page", self.items_key],
             "properties": {
-                "total": {"type": "integer", "description": "Items on all pages together."},
-                "page": {"type": "integer", "example": 1},
+                "total": {
+                    "type": "integer",
+                    "description": "Items on all pages together.",
+                    "example": 120,
+                },
+                "page": {"type": "integer", "example": 2},
                 "per_page": {"type": "integer", "example": self.page_size},
-                "next": {**link, "example": "https://sync.example.com/v1/subscriptions?page=2"},
-                "previous": {**link, "example": "https://sync.example.com/v1/subscriptions?page=1"},
+                "next": {**link, "example": f"{base}3"},
+                "previous": {**link, "example": f"{base}1"},
                 self.items_key: schema,
             },
         }

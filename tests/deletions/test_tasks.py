@@ -111,8 +111,9 @@ def test_a_duplicate_message_is_a_no_op(pending):
 def test_concurrent_duplicate_messages_delete_once(user):
     sub = subscribe(user, FEED)
     # Written directly: deletion_request would run it in-process at commit.
+    requested = sub.subscription_changed + timedelta(milliseconds=1)  # as deletion_request would
     deletion = Deletion.objects.create(
-        user=user, subscription=sub, guid=sub.guid, requested=clock.now(), last_sent=clock.now()
+        user=user, subscription=sub, guid=sub.guid, requested=requested, last_sent=requested
     )
 
     def run() -> str:
