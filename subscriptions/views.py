@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from config.api.pagination import OpaPagination
 from config.api.params import parse_timestamp, query_param, reject_unknown
-from config.api.schema import AUTHENTICATED, WITH_BODY, errors
+from config.api.schema import AUTHENTICATED, WITH_BODY, WRITE, errors
 from config.exceptions import InvalidInput
 from deletions import services as deletion_services
 from deletions.serializers import DeletionRequestedSerializer
@@ -100,7 +100,7 @@ class SubscriptionViewSet(viewsets.ViewSet):
 
     @extend_schema(
         request=AddRequestSerializer,
-        responses={200: AddResponseSerializer, **errors(*AUTHENTICATED, *WITH_BODY)},
+        responses={200: AddResponseSerializer, **errors(*AUTHENTICATED, *WITH_BODY, *WRITE)},
         summary="Add subscriptions",
     )
     def create(self, request: Request) -> Response:
@@ -133,7 +133,7 @@ class SubscriptionViewSet(viewsets.ViewSet):
         request=UpdateRequestSerializer,
         responses={
             200: UpdateResponseSerializer,
-            **errors(*AUTHENTICATED, *WITH_BODY, 404, 410),
+            **errors(*AUTHENTICATED, *WITH_BODY, *WRITE, 404, 410),
         },
         summary="Change a subscription",
     )
@@ -158,7 +158,10 @@ class SubscriptionViewSet(viewsets.ViewSet):
     @extend_schema(
         parameters=[GUID_PARAMETER],
         request=None,
-        responses={202: DeletionRequestedSerializer, **errors(*AUTHENTICATED, 404, 410)},
+        responses={
+            202: DeletionRequestedSerializer,
+            **errors(*AUTHENTICATED, *WRITE, 404, 410),
+        },
         summary="Delete a subscription (asynchronously)",
         description=(
             "Answers 202 at once with the id to follow at GET /v1/deletions/{id}. "

@@ -144,7 +144,7 @@ def test_the_corpus_bodies_fit_the_body_limit() -> None:
 
 def test_a_user_cannot_be_chosen_by_the_body(api: APIClient, user: Any) -> None:
     """API3: the owner is always the token's user, whatever the body names."""
-    other = UserFactory()
+    other: Any = UserFactory()
     entry = {"feed_url": "https://example.com/chosen", "user": other.pk, "user_id": other.pk}
 
     response = api.post("/v1/subscriptions", {"subscriptions": [entry]}, format="json")

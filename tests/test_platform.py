@@ -166,14 +166,15 @@ def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
 
 # Statuses each operation really answers (interface.md Errors; product.md sections 2, 4 and 11).
 DOCUMENTED = {
-    ("post", "/v1/subscriptions"): {200, 401, 405, 413, 415, 429},
+    ("post", "/v1/subscriptions"): {200, 401, 405, 409, 413, 415, 429},
     ("get", "/v1/subscriptions"): {200, 401, 405, 429},
     ("get", "/v1/subscriptions/{guid}"): {200, 401, 404, 405, 410, 429},
-    ("patch", "/v1/subscriptions/{guid}"): {200, 401, 404, 405, 410, 413, 415, 429},
+    ("patch", "/v1/subscriptions/{guid}"): {200, 401, 404, 405, 409, 410, 413, 415, 429},
+    ("delete", "/v1/subscriptions/{guid}"): {202, 401, 404, 405, 409, 410, 413, 429},
     ("get", "/v1/deletions/{id}"): {200, 401, 404, 405, 429},
-    ("post", "/v1/auth/login"): {200, 401, 405, 413, 415, 429},
-    ("post", "/v1/auth/refresh"): {200, 401, 405, 413, 415, 429},
-    ("post", "/v1/auth/logout"): {204, 401, 405, 413, 415, 429},
+    ("post", "/v1/auth/login"): {200, 401, 405, 409, 413, 415, 429},
+    ("post", "/v1/auth/refresh"): {200, 401, 405, 409, 413, 415, 429},
+    ("post", "/v1/auth/logout"): {204, 401, 405, 409, 413, 415, 429},
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, TooManyFieldsSent
+from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
@@ -26,6 +27,7 @@ MESSAGES = {
     403: "User not authorized",
     404: "Resource not found",
     405: "Input could not be validated",
+    409: "Conflict with a concurrent request: send it again",
     410: "Subscription has been deleted",
     415: "Unsupported media type: send application/json",
     500: "Internal server error",
@@ -71,6 +73,17 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return error_response(500) if _is_api(request) else defaults.server_error(request)
 
 
+# SQLSTATEs of a write that lost to a concurrent one: serialization failure, deadlock, lock
+# not available. The request did nothing and can simply be sent again.
+_CONFLICTS = {"40001", "40P01", "55P03"}
+
+
+def _is_conflict(exc: Exception) -> bool:
+    return isinstance(exc, OperationalError) and (
+        getattr(exc.__cause__, "sqlstate", None) in _CONFLICTS
+    )
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     errors: Any = None
@@ -95,6 +108,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         status = 405
         limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
         message = f"{MESSAGES[405]}: too many parameters, at most {limit}"
+    elif _is_conflict(exc):
+        status = 409
     elif isinstance(exc, drf.MethodNotAllowed):
         status = 405
         method = context["request"].method if context.get("request") else "this method"

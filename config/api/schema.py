@@ -8,6 +8,7 @@ from config.api.serializers import ErrorSerializer
 _DESCRIPTIONS = {
     **MESSAGES,
     405: "Input could not be validated (or the method is not allowed)",
+    409: "Lost to a concurrent request; nothing was changed: send it again",
     413: "Request body too large (limit: 1 MiB)",
     429: "Rate limit exceeded; see Retry-After",
 }
@@ -25,3 +26,5 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 # applies to any request that carries a body, whatever its method).
 AUTHENTICATED = (401, 405, 413, 429)
 WITH_BODY = (413, 415)
+# What a write answers when it loses to a concurrent one (the database's deadlock detector).
+WRITE = (409,)

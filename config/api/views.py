@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from config import auth
 from config.api.fields import format_timestamp
-from config.api.schema import WITH_BODY, errors
+from config.api.schema import WITH_BODY, WRITE, errors
 from config.api.serializers import (
     AccessTokenSerializer,
     LoginResponseSerializer,
@@ -80,7 +80,7 @@ class LoginView(PublicView):
 
     @extend_schema(
         request=LoginSerializer,
-        responses={200: LoginResponseSerializer, **errors(401, 405, 429, *WITH_BODY)},
+        responses={200: LoginResponseSerializer, **errors(401, 405, 429, *WITH_BODY, *WRITE)},
         summary="Log in with a username and password",
     )
     def post(self, request: Request) -> Response:
@@ -93,7 +93,7 @@ class LoginView(PublicView):
 class RefreshView(PublicView):
     @extend_schema(
         request=RefreshSerializer,
-        responses={200: AccessTokenSerializer, **errors(401, 405, 429, *WITH_BODY)},
+        responses={200: AccessTokenSerializer, **errors(401, 405, 429, *WITH_BODY, *WRITE)},
         summary="Exchange a refresh token for new tokens",
     )
     def post(self, request: Request) -> Response:
@@ -105,7 +105,7 @@ class RefreshView(PublicView):
 class LogoutView(PublicView):
     @extend_schema(
         request=RefreshSerializer,
-        responses={204: None, **errors(401, 405, 429, *WITH_BODY)},
+        responses={204: None, **errors(401, 405, 429, *WITH_BODY, *WRITE)},
         summary="Revoke a refresh token",
     )
     def post(self, request: Request) -> Response:
