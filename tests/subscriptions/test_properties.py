@@ -1,0 +1,137 @@
+"""Properties of the write services over generated inputs (hypothesis), on the real database.
+
+Each example runs in a savepoint rolled back at its end, so examples start from nothing.
+"""
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.db import transaction
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from config.exceptions import DomainError
+from subscriptions import selectors, services
+from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
+
+pytestmark = pytest.mark.django_db
+
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+GUIDS = [uuid.UUID(int=n) for n in range(1, 7)]
+
+# Few hosts and paths, many spellings of each: the same feed, and different feeds, meet often.
+feed_urls = st.builds(
+    lambda scheme, host, port, path, slash: f"{scheme}://{host}{port}/{path}{slash}",
+    st.sampled_from(["http", "https", "HTTPS"]),
+    st.sampled_from(["a.example", "A.EXAMPLE", "b.example"]),
+    st.sampled_from(["", ":443", ":80"]),
+    st.sampled_from(["feed", "rss", "Feed"]),
+    st.sampled_from(["", "/"]),
+)
+bad_urls = st.sampled_from(["no-protocol.example/feed", "ftp://a.example/feed", "https://", ""])
+entries = st.builds(
+    services.AddEntry,
+    feed_url=st.one_of(feed_urls, bad_urls),
+    guid=st.one_of(st.none(), st.sampled_from([str(g) for g in GUIDS]), st.just("not-a-guid")),
+)
+
+
+@contextmanager
+def fresh() -> Iterator[None]:
+    """A clean slate for one example, rolled back afterwards."""
+    with transaction.atomic():
+        yield
+        transaction.set_rollback(True)
+
+
+def stored(user: Any) -> dict[str, Any]:
+    """What the rows say, without the times of the writes."""
+    subs = Subscription.objects.filter(user=user)
+    return {
+        "subscriptions": sorted(
+            (str(s.guid), s.feed_url, s.is_subscribed, s.deleted is None) for s in subs
+        ),
+        "guids": sorted(
+            (str(row.guid), str(row.subscription.guid), row.replaced is None)
+            for row in SubscriptionGuid.objects.filter(user=user).select_related("subscription")
+        ),
+        "feeds": sorted(
+            (row.key_digest, str(row.subscription.guid))
+            for row in SubscriptionFeed.objects.filter(user=user).select_related("subscription")
+        ),
+    }
+
+
+def assert_history_consistent(user: Any) -> None:
+    """Every guid ever used reaches exactly one subscription, in one step, and each
+    subscription's current guid is the one guid of its history not replaced."""
+    for sub in Subscription.objects.filter(user=user):
+        rows = SubscriptionGuid.objects.filter(subscription=sub)
+        assert [row.guid for row in rows if row.replaced is None] == [sub.guid]
+    for row in SubscriptionGuid.objects.filter(user=user):
+        assert Subscription.objects.filter(user=user, guid_history__guid=row.guid).count() == 1
+
+
+@SETTINGS
+@given(batch=st.lists(entries, min_size=1, max_size=12))
+def test_the_same_batch_sent_twice_leaves_the_same_rows(user, clock, batch):
+    with fresh():
+        first = services.subscription_add_many(user=user, entries=batch)
+        after_first = stored(user)
+        clock.advance(seconds=1)
+
+        second = services.subscription_add_many(user=user, entries=batch)
+
+        assert stored(user) == after_first
+        assert [s.guid for s in second.success] == [s.guid for s in first.success]
+        assert second.failure == first.failure
+        assert_history_consistent(user)
+
+
+patch_steps = st.lists(
+    st.tuples(
+        st.sampled_from(GUIDS),  # the guid the PATCH names: any the user may have had
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "new_guid": st.sampled_from(GUIDS),
+                "new_feed_url": feed_urls,
+                "is_subscribed": st.booleans(),
+            },
+        ),
+    ),
+    min_size=1,
+    max_size=15,
+)
+
+
+@SETTINGS
+@given(steps=patch_steps)
+def test_guid_history_never_loops_whatever_the_patches(user, clock, steps):
+    with fresh():
+        for n, guid in enumerate(GUIDS[:3]):
+            entry = services.AddEntry(feed_url=f"https://s{n}.example/feed", guid=str(guid))
+            services.subscription_add_many(user=user, entries=[entry])
+        for guid, change in steps:
+            clock.advance(milliseconds=1)
+            before = stored(user)
+            try:
+                services.subscription_update(
+                    user=user, guid=guid, change=services.SubscriptionUpdate(**change)
+                )
+                event("applied", payload="merge" if len(stored(user)["subscriptions"]) < 3 else "")
+            except DomainError as exc:
+                event("refused", payload=type(exc).__name__)
+                assert stored(user) == before  # a refused change changes nothing
+            assert_history_consistent(user)
+        # Every guid ever used still answers: its subscription's current guid.
+        for row in SubscriptionGuid.objects.filter(user=user):
+            sub = selectors.subscription_by_guid(user=user, guid=row.guid)
+            assert sub.guid in {r.guid for r in SubscriptionGuid.objects.filter(subscription=sub)}
