@@ -37,6 +37,8 @@ def _issue(user: AbstractBaseUser) -> Tokens:
 
 
 def token_login(*, username: str, password: str) -> Tokens:
+    if "\x00" in username + password:
+        raise NotAuthorized()  # no account has one, and the database cannot be asked
     user = authenticate(username=username, password=password)
     if user is None:
         raise NotAuthorized()

@@ -289,8 +289,10 @@ def _add_one(ws: _Workspace, entry: _ValidEntry) -> Subscription:
         # A sent guid is authoritative: it decides which subscription this is.
         sub = ws.by_guid.get(entry.sent_guid)
         if sub is not None:
-            if feeds.feed_key_digest(sub.feed_url) != entry.digest:
-                ws.move_feed(sub, entry.url, entry.digest)  # the feed moved
+            # A URL new to it means the feed moved. One of its own earlier URLs means the client
+            # has not heard of a move yet: that must not undo it.
+            if ws.by_digest.get(entry.digest) is not sub:
+                ws.move_feed(sub, entry.url, entry.digest)
         else:
             sub = ws.by_digest.get(entry.digest)
             if sub is None:
@@ -343,13 +345,13 @@ def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdat
 
     A `new_guid` the user already has on another subscription merges this one into it.
     """
-    digest = None
+    digest = bad_url = None
     if change.new_feed_url is not None:
         try:
             feeds.check_feed_url(change.new_feed_url)
+            digest = feeds.feed_key_digest(change.new_feed_url)
         except feeds.InvalidFeedUrl as exc:
-            raise InvalidInput(str(exc), errors={"new_feed_url": [str(exc)]}) from exc
-        digest = feeds.feed_key_digest(change.new_feed_url)
+            bad_url = str(exc)  # told after "not found" and "deleted", which come first
 
     with transaction.atomic():
         now = lock_user_writes(user.pk)
@@ -360,6 +362,8 @@ def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdat
             raise NotFound()
         if sub.deleted is not None:
             raise Gone()
+        if bad_url is not None:
+            raise InvalidInput(bad_url, errors={"new_feed_url": [bad_url]})
 
         owner = None
         if change.new_guid is not None:

@@ -3,6 +3,7 @@
 from datetime import UTC, datetime
 from typing import Any
 
+from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -27,6 +28,20 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class CredentialField(StrictCharField):
+    """A username, password or token, kept exactly as sent.
+
+    One that cannot be right (surrounding spaces, a NUL) fails authentication with 401, as any
+    wrong credential does, instead of being refused as input.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, **kwargs)
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
 
 
 @extend_schema_field(OpenApiTypes.STR)

@@ -1,5 +1,8 @@
 """OpenAPI helpers: every operation documents each error status it can answer."""
 
+from typing import Any
+
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse
 
 from config.api.errors import MESSAGES
@@ -28,3 +31,23 @@ AUTHENTICATED = (401, 405, 413, 429)
 WITH_BODY = (413, 415)
 # What a write answers when it loses to a concurrent one (the database's deadlock detector).
 WRITE = (409,)
+
+
+def strict_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular hook: say in the document what request bodies refuse.
+
+    A PATCH without a body, with no field or with an unknown one is a 405 (product.md section 7),
+    and so is an add of more entries than the limit; a document that allowed them would promise
+    what the server refuses.
+    """
+    schemas = result.get("components", {}).get("schemas", {})
+    add = schemas.get("AddRequestRequest")
+    if add is not None:
+        add["properties"]["subscriptions"]["maxItems"] = settings.MAX_ADD_ENTRIES
+    patch = schemas.get("PatchedUpdateRequestRequest")
+    if patch is not None:
+        patch.update(additionalProperties=False, minProperties=1)
+    operation = result.get("paths", {}).get("/v1/subscriptions/{guid}", {}).get("patch")
+    if operation is not None:
+        operation["requestBody"]["required"] = True
+    return result

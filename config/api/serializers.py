@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField
+from config.api.fields import CredentialField
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -24,12 +24,12 @@ class OmitNoneSerializer(serializers.Serializer):
 
 
 class LoginSerializer(serializers.Serializer):
-    username = StrictCharField(max_length=150)
-    password = StrictCharField(max_length=4096, trim_whitespace=False)
+    username = CredentialField(max_length=150)
+    password = CredentialField(max_length=4096)
 
 
 class RefreshSerializer(serializers.Serializer):
-    refresh_token = StrictCharField(max_length=4096)
+    refresh_token = CredentialField(max_length=4096)
 
 
 class AccessTokenSerializer(serializers.Serializer):

@@ -298,17 +298,31 @@ def test_found_by_guid_with_another_url_moves_the_feed(api):
     assert get(api, guid).json()["feed_url"] == "https://new.example.com/feed"
 
 
-def test_sent_guid_with_an_earlier_url_of_its_subscription_moves_the_feed_back(api):
+def test_sent_guid_with_an_earlier_url_of_its_subscription_does_not_undo_the_move(api):
     guid = str(uuid.uuid4())
     add_one(api, "https://old.example.com/feed", guid=guid)
     add_one(api, "https://new.example.com/feed", guid=guid)
 
     entry = add_one(api, "https://old.example.com/feed", guid=guid)
 
-    # Found by its guid with another feed URL: the feed moved (back), so the URL sent is stored.
-    assert entry["feed_url"] == "https://old.example.com/feed"
-    assert get(api, guid).json()["feed_url"] == "https://old.example.com/feed"
+    # A client that has not heard of the move yet: the URL it sends is not new to the
+    # subscription, so the feed has not moved (again), and the move stands.
+    assert entry["feed_url"] == "https://new.example.com/feed"
+    assert get(api, guid).json()["feed_url"] == "https://new.example.com/feed"
     assert Subscription.objects.count() == 1
+
+
+def test_a_patch_can_move_a_feed_back_to_an_earlier_url(api):
+    guid = str(uuid.uuid4())
+    add_one(api, "https://old.example.com/feed", guid=guid)
+    add_one(api, "https://new.example.com/feed", guid=guid)
+
+    response = api.patch(
+        f"/v1/subscriptions/{guid}", {"new_feed_url": "https://old.example.com/feed"}, format="json"
+    )
+
+    assert response.json()["new_feed_url"] == "https://old.example.com/feed"
+    assert get(api, guid).json()["feed_url"] == "https://old.example.com/feed"
 
 
 def test_adding_by_an_old_url_reaches_the_current_subscription(api):
