@@ -54,12 +54,18 @@ def subscribe(user: Any, feed_url: str, guid: str | None = None) -> Any:
     return result.success[0]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll `condition` every 0.1 s; fail the test after `timeout` seconds."""
+def wait_until(
+    condition: Callable[[], bool], timeout: float, what: str | Callable[[], str]
+) -> None:
+    """Poll `condition` every 0.1 s; fail the test after `timeout` seconds.
+
+    `what` names what was awaited, or gives it (a worker's log) when the wait fails.
+    """
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            detail = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout}s waiting for {detail}")
         time.sleep(0.1)
 
 
