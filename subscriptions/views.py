@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api.pagination import OpaPagination
-from config.api.params import parse_timestamp, query_param, reject_unknown
+from config.api.params import bad_parameter, parse_timestamp, query_param, reject_unknown
 from config.api.schema import AUTHENTICATED, WITH_BODY, WRITE, errors
 from config.exceptions import InvalidInput
 from deletions import services as deletion_services
@@ -35,7 +35,7 @@ GUID_PARAMETER = OpenApiParameter(
 def parse_path_guid(value: str) -> uuid.UUID:
     guid = feeds.parse_guid(value)
     if guid is None:
-        raise InvalidInput(errors={"guid": ["Must be a valid UUID."]})
+        raise bad_parameter("guid", "must be a UUID")
     return guid
 
 

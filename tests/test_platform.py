@@ -229,6 +229,18 @@ def test_the_list_documents_its_parameters_page_body_and_an_example(openapi):
     assert example["value"]["subscriptions"][0]["new_guid"]
 
 
+def test_the_document_says_what_request_bodies_refuse(openapi):
+    """Without it, schema-valid requests the server refuses (405) would be promised."""
+    schemas = openapi["components"]["schemas"]
+    patch = openapi["paths"]["/v1/subscriptions/{guid}"]["patch"]["requestBody"]
+
+    assert schemas["AddRequestRequest"]["properties"]["subscriptions"]["maxItems"] == 500
+    assert patch["required"] is True
+    body = resolve(openapi, patch["content"]["application/json"]["schema"])
+    assert body["additionalProperties"] is False
+    assert body["minProperties"] == 1
+
+
 def test_every_json_success_documents_its_body(openapi):
     for method, path, operation in operations(openapi):
         for status, response in operation["responses"].items():

@@ -32,7 +32,7 @@ class OpaPagination(pagination.PageNumberPagination):
         self.request = request
         paginator = Paginator(queryset, self.get_page_size(request))
         number = self.get_page_number(request, paginator)
-        if number <= paginator.num_pages or number == 1:
+        if number <= paginator.num_pages:  # at least 1: an empty list has one empty page
             self.page = paginator.page(number)
         else:
             # The count is known by now: past the end, there is nothing to fetch.

@@ -40,14 +40,11 @@ def strict_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, An
     and so is an add of more entries than the limit; a document that allowed them would promise
     what the server refuses.
     """
-    schemas = result.get("components", {}).get("schemas", {})
-    add = schemas.get("AddRequestRequest")
-    if add is not None:
-        add["properties"]["subscriptions"]["maxItems"] = settings.MAX_ADD_ENTRIES
-    patch = schemas.get("PatchedUpdateRequestRequest")
-    if patch is not None:
-        patch.update(additionalProperties=False, minProperties=1)
-    operation = result.get("paths", {}).get("/v1/subscriptions/{guid}", {}).get("patch")
-    if operation is not None:
-        operation["requestBody"]["required"] = True
+    # Indexed directly: a renamed component must fail here, not quietly lose its constraints.
+    schemas = result["components"]["schemas"]
+    schemas["AddRequestRequest"]["properties"]["subscriptions"]["maxItems"] = (
+        settings.MAX_ADD_ENTRIES
+    )
+    schemas["PatchedUpdateRequestRequest"].update(additionalProperties=False, minProperties=1)
+    result["paths"]["/v1/subscriptions/{guid}"]["patch"]["requestBody"]["required"] = True
     return result

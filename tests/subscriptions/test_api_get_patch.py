@@ -149,8 +149,11 @@ def test_get_with_a_path_guid_that_is_not_a_uuid_is_405(api, path_guid):
     response = get(api, path_guid)
 
     assert response.status_code == 405
-    assert response.json()["code"] == "405"
-    assert response.json()["message"] == "Input could not be validated"
+    assert response.json() == {
+        "code": "405",
+        "message": "Input could not be validated: guid must be a UUID",
+        "errors": {"guid": ["must be a UUID"]},
+    }
 
 
 def test_get_deleted_subscription_is_410(api, podnews, clock):
