@@ -91,7 +91,6 @@ class _Workspace:
         self._new_guid_rows: list[SubscriptionGuid] = []
         self._replaced_guids: set[uuid.UUID] = set()
         self._new_feed_rows: list[SubscriptionFeed] = []
-        self._moved_feed_rows: list[SubscriptionFeed] = []
 
         # Both queries may bring the same subscription: keep one instance of each.
         loaded: dict[int, Subscription] = {}
@@ -140,21 +139,16 @@ class _Workspace:
     def move_feed(self, sub: Subscription, url: str, digest: str) -> None:
         """Point `sub` at a new feed URL.
 
-        A URL another subscription is currently at means both are one feed: that one is merged
-        into `sub`. A URL another subscription only had in the past now belongs to `sub`.
+        A URL that another subscription has or ever had reaches that subscription (section 8), so
+        both are one feed: that one is merged into `sub`. Taking the URL from the other's history
+        instead would leave its guid at a URL it no longer reaches, and sending the same entries
+        again would merge them then: merging at once is what makes a resend change nothing.
         """
         owner = self.by_digest.get(digest)
         if owner is None:
             self._add_feed(sub, url, digest)
         elif owner is not sub:
-            if feeds.feed_key_digest(owner.feed_url) == digest:
-                self.merge(owner, into=sub)
-            else:
-                row = self._feed_rows[digest]
-                row.subscription = sub
-                if row.pk is not None:
-                    self._moved_feed_rows.append(row)
-                self.by_digest[digest] = sub
+            self.merge(owner, into=sub)
         if sub.feed_url != url:
             self._set(sub, feed_url=url, subscription_changed=self.now)
 
@@ -231,10 +225,6 @@ class _Workspace:
                 Subscription.objects.filter(pk__in=[sub.pk for sub in subs]).update(**values)
             else:
                 Subscription.objects.bulk_update(subs, sorted(fields))
-        for row in self._moved_feed_rows:
-            row.subscription = self.final(row.subscription)
-        if self._moved_feed_rows:
-            SubscriptionFeed.objects.bulk_update(self._moved_feed_rows, ["subscription"])
         new_rows: list[SubscriptionGuid | SubscriptionFeed] = [
             *self._new_guid_rows,
             *self._new_feed_rows,

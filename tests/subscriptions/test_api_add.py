@@ -325,6 +325,46 @@ def test_a_patch_can_move_a_feed_back_to_an_earlier_url(api):
     assert get(api, guid).json()["feed_url"] == "https://old.example.com/feed"
 
 
+@pytest.mark.parametrize("earlier", [False, True], ids=["current-url", "earlier-url"])
+def test_sent_guid_with_a_url_of_another_subscription_merges_the_two(api, earlier):
+    mine, other = str(uuid.uuid4()), str(uuid.uuid4())
+    add_one(api, "https://mine.example.com/feed", guid=mine)
+    add_one(api, "https://other.example.com/feed", guid=other)
+    if earlier:
+        add_one(api, "https://other.example.com/moved", guid=other)
+
+    entry = add_one(api, "https://other.example.com/feed", guid=mine)
+
+    # That URL reaches the other subscription (product.md 8), the guid reaches this one: they are
+    # one feed, kept under the sent guid, with every guid and URL of both.
+    assert entry == {**entry, "guid": mine, "feed_url": "https://other.example.com/feed"}
+    assert Subscription.objects.count() == 1
+    assert get(api, other).json()["new_guid"] == mine
+    urls = ["https://mine.example.com/feed", *(["https://other.example.com/moved"] * earlier)]
+    for url in urls:
+        assert add_one(api, url)["guid"] == mine
+    assert Subscription.objects.count() == 1
+
+
+def test_a_batch_that_moves_a_url_between_two_guids_is_the_same_when_sent_again(api):
+    # Found by hypothesis: the last entry used to take the URL out of the second subscription's
+    # history, and the same batch sent again then merged the two.
+    one, two = str(uuid.UUID(int=1)), str(uuid.UUID(int=2))
+    batch = [
+        {"feed_url": "http://a.example/feed", "guid": one},
+        {"feed_url": "https://a.example/rss", "guid": two},
+        {"feed_url": "http://a.example/rss", "guid": two},
+        {"feed_url": "https://a.example/rss", "guid": one},
+    ]
+    first = add(api, *batch).json()
+    rows = stored_rows()
+
+    second = add(api, *batch).json()
+
+    assert stored_rows() == rows == (1, 2, 3)
+    assert [e["guid"] for e in second["success"]] == [e["guid"] for e in first["success"]]
+
+
 def test_adding_by_an_old_url_reaches_the_current_subscription(api):
     guid = str(uuid.uuid4())
     add_one(api, "https://old.example.com/feed", guid=guid)

@@ -619,6 +619,28 @@ def test_merged_subscription_can_be_renamed_again(api):
     assert patch(api, latest, {"new_guid": mine}).status_code == 405
 
 
+@pytest.mark.parametrize("earlier", [False, True], ids=["current-url", "earlier-url"])
+def test_new_feed_url_of_another_subscription_merges_the_two(api, earlier):
+    other = add(api, "https://other.example.com/feed")
+    if earlier:
+        patch_ok(api, other, {"new_feed_url": "https://other.example.com/moved"})
+    mine = add(api, "https://mine.example.com/feed")
+    patch_ok(api, mine, {"is_subscribed": False})
+
+    body = patch_ok(api, mine, {"new_feed_url": "https://OTHER.example.com/feed/"})
+
+    # Every URL a subscription ever had reaches it (product.md 8): the two are one feed.
+    assert body["new_feed_url"] == "https://OTHER.example.com/feed/"
+    assert Subscription.objects.count() == 1
+    assert get(api, other).json()["new_guid"] == mine
+    merged = get(api, mine).json()
+    assert merged["feed_url"] == "https://OTHER.example.com/feed/"
+    assert merged["is_subscribed"] is False  # the one the client acted on keeps its state
+    if earlier:
+        assert add(api, "https://other.example.com/moved") == mine
+    assert Subscription.objects.count() == 1
+
+
 # --- queries ----------------------------------------------------------------------------------
 
 
