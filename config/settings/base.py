@@ -224,6 +224,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # Look for a dead worker's messages every 10 s (kombu's default scans one tick in ten), so
     # they come back within about 10 s of their visibility timeout.
     "unacked_restore_throttle": 1,
+    # A scan takes milliseconds; kombu's default lock of 300 s would, should a worker die
+    # mid-scan, hold every other worker's redelivery back for five minutes.
+    "unacked_mutex_expire": 30,
     "socket_connect_timeout": 3,
     "socket_timeout": 10,
 }
