@@ -1,5 +1,6 @@
 """GET /v1/subscriptions: the list and its sync by `since` (product.md section 9, OPA get-all)."""
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -661,9 +662,10 @@ def test_a_list_query_reads_only_the_users_own_index_entries(transactional_db):
                 or node.get("Index Name", "").startswith("subscription_")
             ]
             most = 50 if since == last_50 else 10_000
-            assert not any(node["Node Type"] == "Seq Scan" for node in nodes(plan)), (name, query)
-            assert read, (name, query)
-            assert max(read) <= most, (name, query, read)
+            why = (name, query, json.dumps(plan, indent=1))  # the whole plan, should one fail
+            assert not any(node["Node Type"] == "Seq Scan" for node in nodes(plan)), why
+            assert read, why
+            assert max(read) <= most, (read, *why)
             if query == "page":
                 assert len(result) == length
                 assert all(item.user_id == me.pk for item in result)
