@@ -52,7 +52,8 @@ format: $(VENV)/.dev
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(VENV)/.dev servers
+bench: $(VENV)/.dev
+	@./scripts/install-servers.sh wrk
 	$(BIN)/python bench/run.py
 
 clean:

@@ -1,18 +1,28 @@
-"""Benchmarks: prints figures, asserts nothing. Run with `make bench`.
+"""Benchmarks, run by `make bench`: prints figures and their targets; asserts nothing.
 
-Starts its own PostgreSQL, Redis and Celery workers (the same helpers the tests use), then
-measures, through the full Django stack:
-- POST /v1/subscriptions with 1 and 500 entries, GET and PATCH of one subscription;
-- GET /v1/subscriptions: a page of 50 out of 10,000, with and without `since`, and the query
-  plans behind it;
-- DELETE -> SUCCESS latency with an idle worker (p50, p95);
-- how long 1,000 deletions take to drain with 2 worker processes.
+Starts everything on loopback, the way production runs: PostgreSQL, Redis, the service under
+gunicorn with `config/gunicorn.py` and the production settings module, the floor
+(`bench/floor.py`) under the same gunicorn settings, and Celery workers. Load comes from wrk
+at a fixed concurrency for a fixed time. Figures vary from machine to machine; the ratios are
+what to compare. `BENCH_SECONDS` (default 10) and `BENCH_CONNECTIONS` (default 8) tune the
+load; `BENCH_PROFILE=1` also records a py-spy profile of one web worker under the GET-one load.
 """
 
+import http.client
+import json
 import os
-import statistics
+import re
+import runpy
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,218 +31,448 @@ sys.path.insert(0, str(ROOT))
 
 from tests import servers  # noqa: E402
 
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "8"))
+OUT = ROOT / "bench" / "out"
+WORKERS = runpy.run_path(str(ROOT / "config" / "gunicorn.py"))["workers"]
+ROWS: list[tuple[str, str, str]] = []  # the summary table: figure, measured, target
+
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def report(name: str, seconds: list[float]) -> None:
-    ms = [s * 1000 for s in seconds]
-    print(
-        f"{name:<56} n={len(ms):<5} p50={percentile(ms, 0.5):8.2f} ms  "
-        f"p95={percentile(ms, 0.95):8.2f} ms  mean={statistics.fmean(ms):8.2f} ms"
+def row(figure: str, measured: str, target: str = "") -> None:
+    ROWS.append((figure, measured, target))
+    print(f"  {figure}: {measured}" + (f"   (target {target})" if target else ""), flush=True)
+
+
+# --- processes ---------------------------------------------------------------------------------
+
+
+class Gunicorn:
+    """A gunicorn master serving `app` with config/gunicorn.py on a loopback port."""
+
+    def __init__(self, app: str, env: dict[str, str], log: Path):
+        self.app, self.env, self.log = app, env, log
+        self.port = servers.free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> "Gunicorn":
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
+                 "--bind", f"127.0.0.1:{self.port}", self.app],
+                cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while len(self.workers()) < WORKERS or not self._answers():
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn did not start:\n{self.log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        return self
+
+    def _answers(self) -> bool:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+            conn.request("GET", "/v1/subscriptions/x")
+            return conn.getresponse().status < 500
+        except OSError:
+            return False
+
+    def workers(self) -> list[int]:
+        assert self.process is not None
+        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in path.read_text().split()] if path.exists() else []
+
+    def rss_mb(self) -> float:
+        """The largest resident set of the web workers, in MB."""
+        sizes = []
+        for pid in self.workers():
+            status = Path(f"/proc/{pid}/status").read_text()
+            sizes.append(int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) / 1024)  # type: ignore[index]
+        return max(sizes)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=60)
+            self.process = None
+
+
+@contextmanager
+def running(*things: Any) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for thing in things:
+            thing.stop()
+
+
+@dataclass(frozen=True)
+class Load:
+    requests: int
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+
+def wrk(port: int, path: str, token: str, seconds: int = SECONDS) -> Load:
+    """`wrk` at CONNECTIONS connections for `seconds`, with its latency percentiles."""
+    out = subprocess.run(
+        ["wrk", "-t", "2", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "--latency",
+         "-H", f"Authorization: Bearer {token}", f"http://127.0.0.1:{port}{path}"],
+        capture_output=True, text=True, check=True, timeout=seconds + 60,
+    ).stdout  # fmt: skip
+
+    def latency(q: str) -> float:
+        value, unit = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()  # type: ignore[union-attr]
+        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket_errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out
+    )
+    return Load(
+        requests=int(re.search(r"(\d+) requests in", out)[1]),  # type: ignore[index]
+        rps=float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1]),  # type: ignore[index]
+        p50_ms=latency("50"),
+        p99_ms=latency("99"),
+        errors=(int(errors[1]) if errors else 0)
+        + (sum(map(int, socket_errors.groups())) if socket_errors else 0),
     )
 
 
+def described(load: Load) -> str:
+    errors = f", {load.errors} errors" if load.errors else ""
+    return f"{load.rps:.0f} req/s, p50 {load.p50_ms:.2f} ms, p99 {load.p99_ms:.2f} ms{errors}"
+
+
+class Client:
+    """One kept-alive HTTP connection to the service, as an app would hold."""
+
+    def __init__(self, port: int, token: str):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any, float]:
+        data = None if body is None else json.dumps(body)
+        start = time.perf_counter()
+        self.conn.request(method, path, body=data, headers=self.headers)
+        response = self.conn.getresponse()
+        payload = response.read()
+        elapsed = time.perf_counter() - start
+        return response.status, json.loads(payload) if payload else None, elapsed
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
 def main() -> None:
+    if not shutil.which("wrk"):
+        sys.exit("wrk is not installed: `make bench` installs it (Debian: apt-get install wrk)")
+    OUT.mkdir(exist_ok=True)
+    logs = Path(tempfile.mkdtemp(prefix="opa-bench-"))
     with servers.postgres() as pg, servers.redis() as redis_server:
-        database_url = f"postgres://postgres@{pg.host}:{pg.port}/opa_bench"
-        # The production settings module, as deployed, on the servers started here.
-        os.environ.update(
-            DJANGO_SETTINGS_MODULE="config.settings.base",
-            SECRET_KEY="benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
-            DATABASE_URL=database_url,
-            REDIS_URL=redis_server.url,
-            THROTTLE_USER_RATE="1000000/min",
-            ALLOWED_HOSTS="testserver",
-            SECURE_SSL_REDIRECT="false",
-            LOG_LEVEL="WARNING",
-        )
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings.base",  # production, as deployed
+            "SECRET_KEY": "benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+            "DATABASE_URL": f"postgres://postgres@{pg.host}:{pg.port}/opa_bench",
+            "REDIS_URL": redis_server.url,
+            "ALLOWED_HOSTS": "127.0.0.1,testserver",
+            "SECURE_SSL_REDIRECT": "false",
+            "THROTTLE_USER_RATE": "100000000/min",  # the throttle runs, but never says no
+            "LOG_LEVEL": "WARNING",
+        }
+        os.environ.update(env)
         import django
         import psycopg
 
-        with psycopg.connect(
-            f"postgresql://postgres@{pg.host}:{pg.port}/postgres", autocommit=True
-        ) as conn:
+        with psycopg.connect(f"postgresql://postgres@{pg.host}:{pg.port}/postgres") as conn:
+            conn.autocommit = True
             conn.execute("CREATE DATABASE opa_bench")
         django.setup()
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-        run_benchmarks()
+        print(
+            f"opa-subscriptions benchmarks: gunicorn {WORKERS} workers "
+            f"(config/gunicorn.py), wrk {CONNECTIONS} connections x {SECONDS} s, "
+            f"{os.cpu_count()} cores\n",
+            flush=True,
+        )
+        app = Gunicorn("config.wsgi", env, logs / "app.log")
+        floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
+        with running(app, floor):
+            app.start()
+            floor.start()
+            bench_http(app, floor, env, logs)
+        bench_queries()
+    print("\n| figure | measured | target |\n|---|---|---|")
+    for figure, measured, target in ROWS:
+        print(f"| {figure} | {measured} | {target} |")
+    print(f"\nLogs: {logs}")
 
 
-def run_benchmarks() -> None:
-    import tempfile
+def token_for(user: Any) -> str:
+    from rest_framework_simplejwt.tokens import AccessToken
 
-    from rest_framework.test import APIClient
-    from rest_framework_simplejwt.tokens import RefreshToken
+    return str(AccessToken.for_user(user))
 
-    from deletions import services as deletion_services
-    from deletions.models import Deletion
+
+def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) -> None:
+    from subscriptions import services
     from tests.factories import UserFactory
-    from tests.helpers import subscribe
 
-    user: Any = UserFactory()
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
-    print("opa-subscriptions benchmarks (in-process Django stack, PostgreSQL, Redis)\n")
+    rss_start = app.rss_mb()
+    served = 0
 
-    def timed(call: object, repeat: int) -> list[float]:
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            call()  # type: ignore[operator]
-            samples.append(time.perf_counter() - start)
-        return samples
+    # GET one, against the floor.
+    reader: Any = UserFactory()
+    token = token_for(reader)
+    [sub] = services.subscription_add_many(
+        user=reader, entries=[services.AddEntry("https://bench.example.com/one.xml")]
+    ).success
+    path = f"/v1/subscriptions/{sub.guid}"
+    wrk(floor.port, path, token, seconds=2)  # warm both up: connections, caches
+    wrk(app.port, path, token, seconds=2)
+    floor_load = wrk(floor.port, path, token)
+    print("GET one")
+    row("floor: GET one", described(floor_load))
+    get_one = wrk(app.port, path, token)
+    served += get_one.requests
+    row("GET /v1/subscriptions/{guid}", described(get_one))
+    row("GET one: req/s vs the floor", f"{get_one.rps / floor_load.rps:.2f}", ">= 0.5")
+    rss_after_first = app.rss_mb()
 
+    # The list: a page of 50 out of 10,000, with `since`.
+    lister: Any = UserFactory()
+    for batch in range(20):
+        entries = [services.AddEntry(f"https://list.example.com/{batch}/{i}") for i in range(500)]
+        services.subscription_add_many(user=lister, entries=entries)
+    time.sleep(0.01)
+    from config.api.fields import format_timestamp
+    from config.clock import now
+
+    since = format_timestamp(now())
+    time.sleep(0.01)
+    from subscriptions.models import Subscription
+
+    for guid in Subscription.objects.filter(user=lister).values_list("guid", flat=True)[::200]:
+        services.subscription_update(
+            user=lister, guid=guid, change=services.SubscriptionUpdate(is_subscribed=False)
+        )
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")  # as autovacuum would have, by the time it matters
+    list_token = token_for(lister)
+    list_path = f"/v1/subscriptions?since={since.replace('+', '%2B')}&per_page=50"
+    status, body, _ = Client(app.port, list_token).call("GET", list_path)
+    if status != 200 or len(body["subscriptions"]) != 50:
+        raise RuntimeError(f"the list answered {status}: {body}")
+    print("List")
+    listed = wrk(app.port, list_path, list_token)
+    served += listed.requests
+    row("list: page of 50 of 10,000 with since", described(listed))
+    row("list vs GET one: p50 ratio", f"{listed.p50_ms / get_one.p50_ms:.2f}", "<= 2")
+    last = wrk(app.port, "/v1/subscriptions?per_page=50&page=200", list_token)
+    served += last.requests
+    row("list: last page of 200, no since", f"p50 {last.p50_ms:.2f} ms")
+
+    # Adds: one connection, one request at a time, as an app's first sync.
+    writer: Any = UserFactory()
+    client = Client(app.port, token_for(writer))
     counter = iter(range(10**9))
 
-    def add(n: int) -> None:
+    def add(n: int) -> float:
         batch = next(counter)
-        body = {
-            "subscriptions": [
-                {"feed_url": f"https://bench.example.com/{batch}/{i}.xml"} for i in range(n)
+        entries = [{"feed_url": f"https://add.example.com/{batch}/{i}.xml"} for i in range(n)]
+        status, body, elapsed = client.call("POST", "/v1/subscriptions", {"subscriptions": entries})
+        if status != 200 or len(body["success"]) != n:
+            raise RuntimeError(f"an add answered {status}: {body}")
+        return elapsed
+
+    print("Add")
+    one = [add(1) for _ in range(200)]
+    many = [add(500) for _ in range(30)]
+    served += 230
+    row("POST 1 new entry", f"p50 {percentile(one, 0.5) * 1000:.2f} ms")
+    row("POST 500 new entries", f"p50 {percentile(many, 0.5) * 1000:.2f} ms")
+    ratio = percentile(many, 0.5) / percentile(one, 0.5)
+    row("POST 500 vs POST 1: time ratio", f"{ratio:.1f}", "<= 10")
+
+    rss_end = app.rss_mb()
+    row(
+        "web worker RSS (largest)",
+        f"{rss_start:.0f} MB at start, {rss_after_first:.0f} MB after {get_one.requests:,} "
+        f"requests, {rss_end:.0f} MB after {served:,}",
+        "<= 120 MB, flat",
+    )
+    if os.environ.get("BENCH_PROFILE"):
+        profile(app, path, token)
+    bench_deletions(app, env, logs)
+
+
+def profile(app: Gunicorn, path: str, token: str) -> None:
+    """py-spy, sampling one web worker while wrk loads them all."""
+    target = OUT / "get-one.speedscope.json"
+    spy = subprocess.Popen(
+        [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(app.workers()[0]),
+         "--duration", str(SECONDS), "--rate", "500", "--format", "speedscope",
+         "--output", str(target), "--nonblocking"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wrk(app.port, path, token)
+    spy.wait(timeout=60)
+    print(f"  profile of GET one: {target} (open in https://www.speedscope.app)")
+
+
+def bench_deletions(app: Gunicorn, env: dict[str, str], logs: Path) -> None:
+    from deletions.models import Deletion
+    from subscriptions import services
+    from tests.factories import UserFactory
+
+    user: Any = UserFactory()
+    client = Client(app.port, token_for(user))
+
+    def subscribe(prefix: str, count: int) -> list[str]:
+        guids = []
+        for start in range(0, count, 500):
+            entries = [
+                services.AddEntry(f"https://{prefix}.example.com/{n}.xml")
+                for n in range(start, min(count, start + 500))
             ]
-        }
-        response = api.post("/v1/subscriptions", body, format="json")
-        if response.status_code != 200 or len(response.json()["success"]) != n:
-            raise RuntimeError(f"add failed: {response.status_code} {response.content[:200]!r}")
+            added = services.subscription_add_many(user=user, entries=entries).success
+            guids += [str(sub.guid) for sub in added]
+        return guids
 
-    report("POST /v1/subscriptions, 1 new entry", timed(lambda: add(1), 200))
-    report("POST /v1/subscriptions, 500 new entries", timed(lambda: add(500), 20))
-    existing = {
-        "subscriptions": [{"feed_url": f"https://bench.example.com/1/{i}.xml"} for i in range(500)]
-    }
-    report(
-        "POST /v1/subscriptions, 500 existing entries",
-        timed(lambda: api.post("/v1/subscriptions", existing, format="json"), 20),
-    )
-    guid = subscribe(user, "https://bench.example.com/one.xml").guid
-    get_one = timed(lambda: api.get(f"/v1/subscriptions/{guid}"), 300)
-    report("GET /v1/subscriptions/{guid}", get_one)
-    bench_list(get_one)
-    flip = iter([True, False] * 1000)
-    report(
-        "PATCH /v1/subscriptions/{guid} is_subscribed",
-        timed(
-            lambda: api.patch(
-                f"/v1/subscriptions/{guid}", {"is_subscribed": next(flip)}, format="json"
-            ),
-            300,
-        ),
-    )
+    def delete(guid: str) -> int:
+        status, body, _ = client.call("DELETE", f"/v1/subscriptions/{guid}")
+        assert status == 202, (status, body)
+        return int(body["deletion_id"])
 
-    env = dict(os.environ)
-    logs = Path(tempfile.mkdtemp(prefix="opa-bench-"))
-
-    worker = servers.Worker(env, logs / "idle.log").start(concurrency=1)
-    try:
-        time.sleep(3)  # let it connect
+    print("Deletions")
+    worker = servers.Worker(env, logs / "idle.log").start(concurrency=2, beat=False)
+    with running(worker):
+        wait_for(lambda: "ready." in worker.log.read_text(), 60, "the idle worker")
         latencies = []
-        for n in range(100):
-            guid = subscribe(user, f"https://bench.example.com/latency/{n}.xml").guid
+        for guid in subscribe("latency", 200):
             start = time.perf_counter()
-            response = api.delete(f"/v1/subscriptions/{guid}")
-            deletion_id = response.json()["deletion_id"]
+            deletion_id = delete(guid)
             while Deletion.objects.filter(pk=deletion_id, status="PENDING").exists():
                 time.sleep(0.001)
             latencies.append(time.perf_counter() - start)
-        report("DELETE -> SUCCESS, idle worker", latencies)
-    finally:
-        worker.stop()
+    ms = [s * 1000 for s in latencies]
+    row(
+        "DELETE -> SUCCESS, idle worker",
+        f"p50 {percentile(ms, 0.5):.0f} ms, p95 {percentile(ms, 0.95):.0f} ms",
+        "p50 <= 200 ms",
+    )
 
-    guids = [subscribe(user, f"https://bench.example.com/drain/{n}.xml").guid for n in range(1000)]
     # Queued with no worker running, so the drain is the workers' own speed.
-    start = time.perf_counter()
-    ids = [deletion_services.deletion_request(user=user, guid=g).pk for g in guids]
-    queued = time.perf_counter() - start
-    worker = servers.Worker(env, logs / "drain.log")
-    try:
+    ids = [delete(guid) for guid in subscribe("drain", 1000)]
+    workers = [servers.Worker(env, logs / f"drain{n}.log") for n in range(2)]
+    with running(*workers):
         start = time.perf_counter()
-        worker.start(concurrency=2)
-        while Deletion.objects.filter(pk__in=ids, status="PENDING").exists():
-            time.sleep(0.01)
-        drained = time.perf_counter() - start
-        done = Deletion.objects.filter(pk__in=ids, status="SUCCESS").count()
-        print(
-            f"{'1,000 deletions, 2 worker processes':<56} queued in {queued:.2f} s; drained "
-            f"{drained:.2f} s after the worker started, start-up included "
-            f"({1000 / drained:.0f}/s), {done} SUCCESS"
+        for n, drainer in enumerate(workers):
+            drainer.start(concurrency=1, beat=False, name=f"drain{n}")
+        wait_for(
+            lambda: not Deletion.objects.filter(pk__in=ids, status="PENDING").exists(),
+            600,
+            "the drain",
         )
-    finally:
-        worker.stop()
+        drained = time.perf_counter() - start
+    done = Deletion.objects.filter(pk__in=ids, status="SUCCESS").count()
+    row(
+        "1,000 deletions, 2 workers",
+        f"drained in {drained:.1f} s from their start ({1000 / drained:.0f}/s), {done} SUCCESS",
+    )
 
 
-def bench_list(get_one: list[float]) -> None:
-    """A page of 50 out of one user's 10,000 subscriptions, 50 of which changed after `since`."""
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.001)
+
+
+def bench_queries() -> None:
+    """SQL queries per request, at the smallest and largest batch, page and history."""
     from django.db import connection
-    from rest_framework.test import APIClient
-    from rest_framework_simplejwt.tokens import RefreshToken
+    from django.test import Client as DjangoClient
+    from django.test.utils import CaptureQueriesContext
 
-    from config.api.fields import format_timestamp
-    from config.clock import now
-    from subscriptions import selectors
+    from subscriptions import services
     from tests.factories import UserFactory
 
     user: Any = UserFactory()
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {RefreshToken.for_user(user).access_token}")
-    for batch in range(20):
-        entries = [{"feed_url": f"https://list.example.com/{batch}/{i}"} for i in range(500)]
-        api.post("/v1/subscriptions", {"subscriptions": entries}, format="json")
-    time.sleep(0.002)
-    since = now()
-    time.sleep(0.002)
-    listed = api.get("/v1/subscriptions", {"per_page": 500}).json()["subscriptions"]
-    for item in listed[::10]:
-        api.patch(f"/v1/subscriptions/{item['guid']}", {"is_subscribed": False}, format="json")
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")  # as autovacuum would have, by the time it matters
+    client = DjangoClient(HTTP_AUTHORIZATION=f"Bearer {token_for(user)}")
+    counter = iter(range(10**9))
 
-    stamp = format_timestamp(since)
-    cases: dict[str, dict[str, Any]] = {
-        "page 1, no since": {"per_page": 50},
-        "page 200 (the last), no since": {"per_page": 50, "page": 200},
-        "since -> 50 changed, page 1": {"per_page": 50, "since": stamp},
-        "since -> all 10,000, page 100": {
-            "per_page": 50,
-            "page": 100,
-            "since": "2000-01-01T00:00:00Z",
-        },
-    }
-    get_p50 = percentile(get_one, 0.5)
-    for name, params in cases.items():
-        samples = timed_get(api, params, 200)
-        report(f"GET /v1/subscriptions {name}", samples)
-        print(f"{'':<56} p50 ratio to GET one: {percentile(samples, 0.5) / get_p50:.2f}")
+    def queries(method: str, path: str, body: Any = None) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = getattr(client, method)(
+                path, data=json.dumps(body) if body else None, content_type="application/json"
+            )
+        assert response.status_code < 300, (path, response.status_code, response.content[:300])
+        return len(captured.captured_queries)
 
-    plans = {
-        "page 1 with since (50 of 10,000 changed)": selectors.subscription_list(
-            user=user, since=since
-        )[0:50],
-        "page 200 without since": selectors.subscription_list(user=user, since=None)[9950:10000],
-    }
-    for title, page in plans.items():
-        sql, sql_params = page.query.sql_with_params()
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + sql, sql_params)
-            plan = [row[0] for row in cursor.fetchall()]
-        print(f"\nQuery plan, {title}:")
-        print("\n".join("  " + line for line in plan))
-    print()
+    def add(n: int) -> int:
+        batch = next(counter)
+        entries = [{"feed_url": f"https://q.example.com/{batch}/{i}"} for i in range(n)]
+        return queries("post", "/v1/subscriptions", {"subscriptions": entries})
 
+    def with_history(changes: int) -> str:
+        """A subscription whose guid changed `changes` times; its first guid."""
+        batch = next(counter)
+        [sub] = services.subscription_add_many(
+            user=user, entries=[services.AddEntry(f"https://h.example.com/{batch}")]
+        ).success
+        first = current = sub.guid
+        for _ in range(changes):
+            new = uuid.uuid4()
+            services.subscription_update(
+                user=user, guid=current, change=services.SubscriptionUpdate(new_guid=new)
+            )
+            current = new
+        return str(first)
 
-def timed_get(api: Any, params: dict[str, Any], repeat: int) -> list[float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        response = api.get("/v1/subscriptions", params)
-        samples.append(time.perf_counter() - start)
-        if response.status_code != 200:
-            raise RuntimeError(f"list failed: {response.status_code} {response.content[:200]!r}")
-    return samples
+    def one(method: str, body: Any = None) -> Callable[[int], int]:
+        return lambda changes: queries(method, f"/v1/subscriptions/{with_history(changes)}", body)
+
+    def page(query: str) -> Callable[[int], int]:
+        return lambda size: queries("get", f"/v1/subscriptions?per_page={size}{query}")
+
+    cases: list[tuple[str, Callable[[int], int], int, int, str]] = [
+        ("POST /v1/subscriptions", add, 1, 500, "entries"),
+        ("GET /v1/subscriptions/{guid}", one("get"), 0, 20, "guid changes"),
+        (
+            "PATCH /v1/subscriptions/{guid}",
+            one("patch", {"is_subscribed": False}),
+            0,
+            20,
+            "guid changes",
+        ),
+        ("GET /v1/subscriptions", page(""), 1, 500, "per page"),
+        ("GET /v1/subscriptions?since", page("&since=2000-01-01T00:00:00Z"), 1, 500, "per page"),
+        ("DELETE /v1/subscriptions/{guid}", one("delete"), 0, 20, "guid changes"),
+    ]
+    print("SQL queries per request")
+    for name, run, small, large, unit in cases:
+        few, many = run(small), run(large)
+        verdict = "constant" if few == many else "GROWS"
+        row(
+            f"queries: {name}", f"{few} at {small} {unit}, {many} at {large}: {verdict}", "constant"
+        )
+    status_path = "/v1/deletions/"
+    deletion = client.delete(f"/v1/subscriptions/{with_history(0)}").json()["deletion_id"]
+    row("queries: GET /v1/deletions/{id}", f"{queries('get', f'{status_path}{deletion}')}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the PostgreSQL and Redis server binaries the tests start, when they are missing.
+# Installs the PostgreSQL and Redis server binaries the tests start, when they are missing,
+# and any commands named as arguments.
 set -euo pipefail
 
 missing=()
@@ -7,6 +8,9 @@ if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev
   missing+=(postgresql)
 fi
 command -v redis-server >/dev/null || missing+=(redis-server)
+for tool in "$@"; do  # more commands, each from the Debian package of its name (make bench: wrk)
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=""

@@ -131,14 +131,16 @@ class Worker:
         self.env, self.log = env, log
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, concurrency: int = 2) -> "Worker":
+    def start(self, concurrency: int = 2, *, beat: bool = True, name: str = "") -> "Worker":
         schedule = self.log.with_suffix(".schedule")
+        options = ["-B", "--schedule", str(schedule)] if beat else []
+        if name:
+            options += ["--hostname", f"{name}@%h"]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker", "-B",
-                 "--schedule", str(schedule), "--concurrency", str(concurrency),
-                 "--loglevel", "INFO", "--without-gossip", "--without-mingle",
-                 "--without-heartbeat"],
+                [sys.executable, "-m", "celery", "-A", "config", "worker", *options,
+                 "--concurrency", str(concurrency), "--loglevel", "INFO", "--without-gossip",
+                 "--without-mingle", "--without-heartbeat"],
                 cwd=ROOT,
                 env=self.env,
                 stdout=out,
