@@ -48,6 +48,10 @@ def stamp(value: datetime | None) -> str | None:
     return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+def error(start_response: Any, status: str, message: str) -> list[bytes]:
+    return answer(start_response, status, {"code": status[:3], "message": message})
+
+
 def answer(start_response: Any, status: str, body: dict[str, Any]) -> list[bytes]:
     data = json.dumps(body).encode()
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
@@ -63,14 +67,14 @@ def application(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     except jwt.InvalidTokenError:
         claims = None
     if claims is None:
-        return answer(start_response, "401 Unauthorized", {"code": "401", "message": "User"})
+        return error(start_response, "401 Unauthorized", "User not authorized")
     try:
         asked = uuid.UUID(path.removeprefix(PREFIX))
     except ValueError:
-        return answer(start_response, "405 Method Not Allowed", {"code": "405", "message": "x"})
+        return error(start_response, "405 Method Not Allowed", "Input could not be validated")
     row = connection().execute(QUERY, (int(claims["user_id"]), asked)).fetchone()
     if row is None:
-        return answer(start_response, "404 Not Found", {"code": "404", "message": "Not found"})
+        return error(start_response, "404 Not Found", "Resource not found")
     feed_url, guid, is_subscribed, changed, guid_changed, deleted = row
     body = {"feed_url": feed_url, "guid": str(asked), "is_subscribed": is_subscribed}
     body["subscription_changed"] = stamp(changed)

@@ -83,7 +83,6 @@ class _Workspace:
         self.now = now
         self.by_guid: dict[uuid.UUID, Subscription] = {}
         self.by_digest: dict[str, Subscription] = {}
-        self._feed_rows: dict[str, SubscriptionFeed] = {}
         self._created: list[Subscription] = []
         self._dirty: dict[int, tuple[Subscription, set[str]]] = {}
         self._merged_into: dict[int, Subscription] = {}
@@ -101,11 +100,9 @@ class _Workspace:
             )
         feed_rows = SubscriptionFeed.objects.filter(user=user, key_digest__in=set(digests))
         for feed_row in feed_rows.select_related("subscription"):
-            feed_row.subscription = loaded.setdefault(
+            self.by_digest[feed_row.key_digest] = loaded.setdefault(
                 feed_row.subscription.pk, feed_row.subscription
             )
-            self.by_digest[feed_row.key_digest] = feed_row.subscription
-            self._feed_rows[feed_row.key_digest] = feed_row
 
     # --- changes -----------------------------------------------------------------------------
 
@@ -168,14 +165,6 @@ class _Workspace:
         for digest, owner in self.by_digest.items():
             if owner is source:
                 self.by_digest[digest] = into
-        rows: list[SubscriptionGuid | SubscriptionFeed] = [
-            *self._feed_rows.values(),
-            *self._new_feed_rows,
-            *self._new_guid_rows,
-        ]
-        for row in rows:
-            if row.subscription is source:
-                row.subscription = into
         state = (
             {"is_subscribed": source.is_subscribed, "deleted": source.deleted} if take_state else {}
         )
@@ -254,7 +243,6 @@ class _Workspace:
             user=self.user, subscription=sub, url=url, key_digest=digest, assigned=self.now
         )
         self.by_digest[digest] = sub
-        self._feed_rows[digest] = row
         self._new_feed_rows.append(row)
 
 

@@ -133,8 +133,12 @@ def test_a_killed_workers_messages_are_redelivered_without_the_sweep(api, user, 
 
 
 def lock_waiters(conn: psycopg.Connection) -> int:
-    """Sessions waiting for a lock; read in autocommit, as a transaction sees one snapshot."""
-    query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+    """Sessions of this database waiting for a lock (another xdist worker's are elsewhere); read
+    in autocommit, as a transaction sees one snapshot of the statistics."""
+    query = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    )
     return conn.execute(query).fetchall()[0][0]
 
 
