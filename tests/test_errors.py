@@ -14,6 +14,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
+from config.api.throttles import UserThrottle
 from deletions.models import Deletion
 from subscriptions.models import Subscription
 from subscriptions.services import AddEntry, subscription_add_many
@@ -169,6 +170,20 @@ def of_missing_user(user: Any) -> str:
     return signed_token(user, user_id="999999999")
 
 
+def of_user_id_that_is_not_an_id(user: Any) -> str:
+    return signed_token(user, user_id="1; DROP TABLE auth_user")
+
+
+def of_user_id_out_of_range(user: Any) -> str:
+    return signed_token(user, user_id=str(2**70))
+
+
+def without_user_id(user: Any) -> str:
+    payload = jwt.decode(signed_token(user), options={"verify_signature": False})
+    del payload["user_id"]
+    return jwt.encode(payload, settings.SECRET_KEY, algorithm="HS256")
+
+
 def of_inactive_user(user: Any) -> str:
     user.is_active = False
     user.save()
@@ -188,6 +203,9 @@ BAD_TOKENS = [
     tampered,
     refresh_as_access,
     of_missing_user,
+    of_user_id_that_is_not_an_id,
+    of_user_id_out_of_range,
+    without_user_id,
     of_inactive_user,
     without_expiry,
 ]
@@ -717,6 +735,25 @@ def test_user_throttle_answers_429_naming_the_limit(api, other_api, deletion):
     assert rate in body["message"]
     assert int(response["Retry-After"]) > 0
     assert other_api.get(f"/v1/deletions/{deletion.pk}").status_code == 404
+
+
+def test_a_throttle_window_opens_at_the_clients_first_request(api, deletion, monkeypatch):
+    """A window aligned to the clock would reset at the minute: twice the rate across it."""
+    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "3/min", "login": "10/min"})
+    now = [1_000_019.5]  # half a second before a multiple of 60
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    path = f"/v1/deletions/{deletion.pk}"
+    for _ in range(3):
+        assert api.get(path).status_code == 200
+
+    now[0] = 1_000_020.5
+    across_the_minute = api.get(path)
+    now[0] = 1_000_079.6
+    after_the_window = api.get(path)
+
+    assert_error(across_the_minute, 429)
+    assert across_the_minute["Retry-After"] == "59"
+    assert after_the_window.status_code == 200
 
 
 def test_access_token_past_its_lifetime_is_401(user, subscription):

@@ -1,12 +1,14 @@
 """Request throttles whose 429 names the limit that was hit (product.md section 11).
 
-Each counts requests in fixed windows of the rate's period with one atomic increment, in Redis
-when there is one (so every web process shares the count) and in the cache otherwise. DRF's own
-throttles keep the time of every request in the window (1,200 at the default rate) and read and
-write that whole list on each request.
+Each counts a client's requests with one atomic increment, in a window of the rate's period
+that opens at the client's first request: in Redis when there is one (so every web process
+shares the count) and in the cache otherwise. Windows aligned to the clock instead would let a
+client send twice the rate across a boundary. DRF's own throttles keep the time of every request
+in the window (1,200 at the default rate) and read and write that whole list on each request.
 """
 
 import hashlib
+import time
 from functools import cache
 from typing import Any
 
@@ -23,16 +25,29 @@ def _redis() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_CACHE_URL)
 
 
-def count_request(key: str, seconds: int) -> int:
-    """Count one request under `key`, which lives `seconds`; return the count so far."""
+def count_request(key: str, seconds: int) -> tuple[int, float]:
+    """Count one request in `key`'s window of `seconds`, opening one if none is open.
+
+    Returns the window's count so far and the seconds left until it closes.
+    """
     if settings.REDIS_CACHE_URL:
-        pipe = _redis().pipeline(transaction=False)
+        # MULTI/EXEC: were the key to expire between SET and INCR, INCR would make a counter
+        # that never expires.
+        pipe = _redis().pipeline(transaction=True)
         pipe.set(key, 0, ex=seconds, nx=True)
         pipe.incr(key)
-        _, count = pipe.execute()
-        return int(count)
+        pipe.pttl(key)
+        _, count, left_ms = pipe.execute()
+        return int(count), max(left_ms, 0) / 1000
+    now = time.time()
+    django_cache.add(f"{key}:opened", now, seconds)
     django_cache.add(key, 0, seconds)
-    return int(django_cache.incr(key))
+    opened = django_cache.get(f"{key}:opened", now)
+    try:
+        count = django_cache.incr(key)
+    except ValueError:  # the window closed between the two calls: this request opens the next
+        django_cache.set(key, count := 1, seconds)
+    return int(count), max(opened + seconds - now, 0.0)
 
 
 class LimitNamingThrottle(throttling.SimpleRateThrottle):
@@ -46,10 +61,8 @@ class LimitNamingThrottle(throttling.SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
-        now = self.timer()
-        window = int(now // self.duration)
-        self.retry_after = (window + 1) * self.duration - now
-        if count_request(f"{self.key}:{window}", self.duration) > self.num_requests:
+        count, self.retry_after = count_request(self.key, self.duration)
+        if count > self.num_requests:
             return self.throttle_failure()
         return True
 
