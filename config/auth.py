@@ -9,11 +9,13 @@ from datetime import UTC, datetime
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import update_last_login
+from django.core.exceptions import ValidationError
 from django.db import transaction
-from rest_framework_simplejwt.exceptions import TokenError
+from rest_framework_simplejwt.authentication import JWTAuthentication
+from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidToken, TokenError
 from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
-from rest_framework_simplejwt.tokens import RefreshToken
+from rest_framework_simplejwt.tokens import RefreshToken, Token
 
 from config.exceptions import NotAuthorized
 
@@ -73,3 +75,29 @@ def token_refresh(*, refresh_token: str) -> Tokens:
 
 def token_logout(*, refresh_token: str) -> None:
     _verified(refresh_token).blacklist()
+
+
+class BearerAuthentication(JWTAuthentication):
+    """simplejwt's bearer authentication, reading only whether the token's user is active.
+
+    The check stays on every request, so a deactivated or removed user's tokens stop working
+    at once; the query is written out because the ORM's version cost a tenth of a GET.
+    Everything else about the user is loaded only if a request reads it.
+    """
+
+    # simplejwt types the user with an unbound TypeVar, which no override can satisfy.
+    def get_user(self, validated_token: Token) -> AbstractBaseUser:  # type: ignore[override]
+        model = get_user_model()
+        try:
+            user_id = model._meta.pk.to_python(validated_token[api_settings.USER_ID_CLAIM])
+        except (KeyError, ValidationError) as exc:
+            raise InvalidToken("Token contained no recognizable user identification") from exc
+        active = model.objects.raw(
+            f"SELECT {model._meta.pk.column} FROM {model._meta.db_table}"
+            f" WHERE {model._meta.pk.column} = %s AND is_active = %s",
+            [user_id, True],
+        )
+        user = next(iter(active), None)
+        if user is None:
+            raise AuthenticationFailed("User not found or inactive", code="user_inactive")
+        return user

@@ -3,6 +3,7 @@
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from drf_spectacular.utils import OpenApiResponse
 
 from config.api.errors import MESSAGES
@@ -23,6 +24,12 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
         status: OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[status])
         for status in sorted(set(statuses))
     }
+
+
+class BearerAuthenticationScheme(SimpleJWTScheme):
+    """Documents our bearer authentication as the simplejwt scheme it extends."""
+
+    target_class = "config.auth.BearerAuthentication"
 
 
 # What any authenticated /v1/ operation can answer besides its own errors (the body limit
