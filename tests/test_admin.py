@@ -351,6 +351,30 @@ def test_retry_action_reruns_a_failed_deletion_through_the_service(
     assert Subscription.objects.get(pk=alpha.pk).deleted is not None
 
 
+def test_retry_action_from_the_failure_filter_reports_no_skips(
+    admin_client, alice, alpha, django_capture_on_commit_callbacks
+):
+    """The deletion succeeds at once (in-process), so it leaves the filtered list it came from."""
+    deletion = Deletion.objects.create(
+        user=alice,
+        subscription=alpha,
+        guid=alpha.guid,
+        status=Deletion.Status.FAILURE,
+        requested=alpha.subscription_changed + timedelta(milliseconds=1),
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/admin/deletions/deletion/?status__exact=FAILURE",
+            {"action": "retry", "_selected_action": [deletion.pk]},
+            follow=True,
+        )
+
+    page = response.content.decode()
+    assert "Sent 1 deletion(s) again." in page
+    assert "Skipped" not in page
+
+
 def test_retry_action_skips_successful_deletions(admin_client, alice, alpha):
     deletion = Deletion.objects.create(
         user=alice,
