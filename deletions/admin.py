@@ -19,9 +19,12 @@ class DeletionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-run selected failed or pending deletions")
     def retry(self, request: HttpRequest, queryset: QuerySet[Deletion]) -> None:
+        # Counted before sending: a deletion that has run since may no longer match the
+        # list's filter (status FAILURE, say), and the queryset would count it out.
+        selected = queryset.count()
         ids = list(queryset.exclude(status=Deletion.Status.SUCCESS).values_list("pk", flat=True))
         sent = services.deletion_retry(deletion_ids=ids)
-        skipped = queryset.count() - sent
+        skipped = selected - sent
         self.message_user(request, f"Sent {sent} deletion(s) again.", messages.SUCCESS)
         if skipped:
             self.message_user(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the PostgreSQL and Redis server binaries the tests start, when they are missing,
-# and any commands named as arguments.
+# Installs the PostgreSQL and Redis server binaries the tests start, Chromium and its driver for
+# the admin's browser test, when they are missing, and any commands named as arguments.
 set -euo pipefail
 
 missing=()
@@ -8,6 +8,9 @@ if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev
   missing+=(postgresql)
 fi
 command -v redis-server >/dev/null || missing+=(redis-server)
+# tests/e2e/test_admin_browser.py drives these two (at /usr/bin, where Debian puts them).
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
 for tool in "$@"; do  # more commands, each from the Debian package of its name (make bench: wrk)
   command -v "$tool" >/dev/null || missing+=("$tool")
 done

@@ -1,7 +1,11 @@
-"""Staff views of subscriptions, with their guid and feed URL history (product.md section 12)."""
+"""Staff views of users and their subscriptions, with guid and feed URL history (section 12)."""
 
-from django.contrib import admin
-from django.db.models import QuerySet
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
@@ -51,8 +55,16 @@ class DeletedFilter(admin.SimpleListFilter):
 class SubscriptionAdmin(admin.ModelAdmin):
     """Read-only: every change goes through the API's rules, which the admin must not bypass."""
 
-    list_display = ["feed_url", "guid", "user", "is_subscribed", "subscription_changed", "deleted"]
-    list_filter = ["is_subscribed", DeletedFilter]
+    list_display = [
+        "feed_url",
+        "guid",
+        "user",
+        "is_subscribed",
+        "subscription_changed",
+        "deleted",
+        "last_change",
+    ]
+    list_filter = ["is_subscribed", DeletedFilter, ("user", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["feed_url", "feed_history__url", "=guid_history__guid", "user__username"]
     list_select_related = ["user"]
     readonly_fields = [
@@ -64,6 +76,7 @@ class SubscriptionAdmin(admin.ModelAdmin):
         "guid_changed",
         "deleted",
         "created",
+        "changed",
     ]
     inlines = [GuidInline, FeedInline]
     show_full_result_count = False
@@ -73,3 +86,63 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+    @admin.display(description="last change", ordering="changed")
+    def last_change(self, obj: Subscription) -> Any:
+        return obj.changed
+
+
+User = get_user_model()
+# What the OPML export holds: subscribed and not deleted.
+CURRENT = Q(subscriptions__is_subscribed=True, subscriptions__deleted__isnull=True)
+# Django's auth app registered the plain user admin first (INSTALLED_APPS order): replace it.
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class AccountAdmin(UserAdmin):
+    """Django's user admin (create, reset password, deactivate) with subscription counts.
+
+    Deactivating stops the account at once: its access tokens and refresh tokens are refused.
+    """
+
+    list_display = [
+        "username",
+        "email",
+        "is_active",
+        "is_staff",
+        "subscribed_count",
+        "subscription_count",
+        "last_login",
+    ]
+    actions = ["deactivate", "activate"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # Counted in the list's one query, not one query per row.
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _subscriptions=Count("subscriptions"),
+                _subscribed=Count("subscriptions", filter=CURRENT),
+            )
+        )
+
+    @admin.display(description="subscribed", ordering="_subscribed")
+    def subscribed_count(self, obj: Any) -> int:
+        return int(obj._subscribed)
+
+    @admin.display(description="subscriptions (all)", ordering="_subscriptions")
+    def subscription_count(self, obj: Any) -> int:
+        return int(obj._subscriptions)
+
+    @admin.action(description="Deactivate selected users (they can no longer log in)")
+    def deactivate(self, request: HttpRequest, queryset: QuerySet) -> None:
+        # Not oneself: a staff member locking themselves out by a slip of the checkbox.
+        changed = queryset.exclude(pk=request.user.pk).update(is_active=False)
+        self.message_user(request, f"Deactivated {changed} user(s).", messages.SUCCESS)
+
+    @admin.action(description="Activate selected users")
+    def activate(self, request: HttpRequest, queryset: QuerySet) -> None:
+        changed = queryset.update(is_active=True)
+        self.message_user(request, f"Activated {changed} user(s).", messages.SUCCESS)

@@ -86,3 +86,10 @@ def subscription_list(*, user: Any, since: datetime | None) -> ListedSubscriptio
         mine.filter(changed__gt=since),
         Coalesce(Subquery(current_at_since), first, output_field=UUIDField()),
     )
+
+
+def subscription_current(*, user: Any) -> QuerySet[Subscription]:
+    """The user's subscribed, not deleted subscriptions, in creation order (the OPML export)."""
+    return Subscription.objects.filter(
+        user=user, is_subscribed=True, deleted__isnull=True
+    ).order_by("id")

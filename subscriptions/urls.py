@@ -1,8 +1,13 @@
+from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from subscriptions.views import SubscriptionViewSet
+from subscriptions.views import SubscriptionOpmlView, SubscriptionViewSet
 
 router = SimpleRouter(trailing_slash=False)
 router.register("subscriptions", SubscriptionViewSet, basename="subscription")
 
-urlpatterns = router.urls
+# Before the router's routes, so that no pattern of theirs can ever take the name for a guid.
+urlpatterns = [
+    path("subscriptions.opml", SubscriptionOpmlView.as_view(), name="subscription-opml"),
+    *router.urls,
+]

@@ -1,21 +1,36 @@
 """The /v1/subscriptions endpoints: each action validates, calls one service, serializes."""
 
 import uuid
+from collections.abc import Iterable
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import viewsets
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiRequest,
+    OpenApiResponse,
+    extend_schema,
+)
+from rest_framework import parsers, viewsets
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from config import clock
 from config.api.pagination import OpaPagination
 from config.api.params import bad_parameter, parse_timestamp, query_param, reject_unknown
+from config.api.parsers import RawOPMLParser, RawTextXMLParser, RawXMLParser
 from config.api.schema import AUTHENTICATED, WITH_BODY, WRITE, errors
+from config.api.serializers import ErrorSerializer
 from config.exceptions import InvalidInput
 from deletions import services as deletion_services
 from deletions.serializers import DeletionRequestedSerializer
-from subscriptions import feeds, selectors, services
+from subscriptions import feeds, opml, selectors, services
 from subscriptions.serializers import (
     AddRequestSerializer,
     AddResponseSerializer,
@@ -171,3 +186,127 @@ class SubscriptionViewSet(viewsets.ViewSet):
     def destroy(self, request: Request, guid: str) -> Response:
         deletion = deletion_services.deletion_request(user=request.user, guid=parse_path_guid(guid))
         return Response(DeletionRequestedSerializer(deletion).data, status=202)
+
+
+class FirstRenderer(DefaultContentNegotiation):
+    """Ignores Accept: the export is OPML and every other answer JSON, whatever a client asks.
+
+    DRF would otherwise answer 406 to an app that asks for the OPML it is about to get.
+    """
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        first = next(iter(renderers))
+        return first, str(first.media_type)
+
+
+OPML_MEDIA_TYPES = ["text/x-opml", "application/xml", "text/xml"]
+# What schemathesis (and a reader) can generate: an OPML document the import accepts. The real
+# reader takes any OPML; this only keeps generated "valid" bodies valid.
+OPML_SCHEMA = {
+    "type": "string",
+    "description": "An OPML document (any version, any encoding XML allows; no DTD).",
+    "pattern": (
+        r'^<opml version="2\.0"><body>'
+        r'(<outline text="[a-z]{1,8}" xmlUrl="https://[a-z]{1,12}\.example/feed"/>){0,5}'
+        r"</body></opml>$"
+    ),
+}
+OPML_IMPORT_EXAMPLE = OpenApiExample(
+    "An app's export",
+    value=(
+        '<?xml version="1.0" encoding="utf-8"?>\n<opml version="2.0"><head><title>Podcasts'
+        '</title></head><body><outline type="rss" text="Podnews" '
+        'xmlUrl="https://podnews.net/rss"/></body></opml>'
+    ),
+)
+UNSUPPORTED_OPML_TYPE = OpenApiResponse(
+    ErrorSerializer,
+    description=(
+        "Unsupported media type: send text/x-opml, application/xml, text/xml or multipart/form-data"
+    ),
+)
+
+
+class SubscriptionOpmlView(APIView):
+    """GET and POST /v1/subscriptions.opml: the user's subscriptions as OPML, and an import."""
+
+    parser_classes = [RawOPMLParser, RawXMLParser, RawTextXMLParser, parsers.MultiPartParser]
+    content_negotiation_class = FirstRenderer
+
+    @extend_schema(
+        operation_id="subscriptions_opml_export",
+        responses={
+            (200, "text/x-opml"): OpenApiResponse(
+                {"type": "string"},
+                description=(
+                    "OPML 2.0 of the subscribed, not deleted subscriptions, as an attachment "
+                    "(Content-Disposition)."
+                ),
+            ),
+            **errors(*AUTHENTICATED),
+        },
+        summary="Export subscriptions as OPML",
+    )
+    def get(self, request: Request) -> HttpResponse:
+        # No title is stored yet: the export names each feed by its URL (OPML requires `text`).
+        found = selectors.subscription_current(user=request.user).values_list("feed_url", flat=True)
+        body = opml.opml_render(
+            feeds=(opml.OpmlFeed(url=url) for url in found.iterator()),
+            created=clock.now(),
+            owner=request.user.get_username(),
+        )
+        response = HttpResponse(body, content_type=opml.CONTENT_TYPE)
+        response["Content-Disposition"] = 'attachment; filename="subscriptions.opml"'
+        return response
+
+    @extend_schema(
+        operation_id="subscriptions_opml_import",
+        request={
+            **{
+                media_type: OpenApiRequest(OPML_SCHEMA, examples=[OPML_IMPORT_EXAMPLE])
+                for media_type in OPML_MEDIA_TYPES
+            },
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {"file": {**OPML_SCHEMA, "description": "The OPML file."}},
+                "required": ["file"],
+            },
+        },
+        responses={
+            200: AddResponseSerializer,
+            **errors(*AUTHENTICATED, *WITH_BODY, *WRITE),
+            415: UNSUPPORTED_OPML_TYPE,
+        },
+        summary="Import subscriptions from OPML",
+        description=(
+            "Every outline with an `xmlUrl`, nested ones included, is added as by "
+            "POST /v1/subscriptions, with the same answer. A document that is not well-formed, "
+            "not OPML, or has a DTD or entities is a 405 and stores nothing."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        found = opml.opml_parse(_opml_document(request))
+        limit = settings.MAX_OPML_ENTRIES
+        if len(found) > limit:
+            raise InvalidInput(f"too many feeds, at most {limit} per OPML document")
+        result = services.subscription_add_many(
+            user=request.user, entries=[services.AddEntry(feed_url=feed.url) for feed in found]
+        )
+        return Response(AddResponseSerializer(result).data)
+
+
+def _opml_document(request: Request) -> bytes:
+    """The body's bytes, or the multipart upload's `file` field (a file or a plain field)."""
+    if isinstance(request.data, bytes):
+        return request.data
+    upload = request.data.get("file") if hasattr(request.data, "get") else None
+    if isinstance(upload, UploadedFile):
+        return upload.read()
+    if isinstance(upload, str):
+        return upload.encode()
+    if request.content_type.startswith("multipart/"):
+        raise InvalidInput("send the OPML document as the file field")
+    # An empty body: DRF hands an empty dict instead of calling the parser.
+    return b""

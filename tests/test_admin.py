@@ -4,11 +4,12 @@ import re
 import uuid
 from datetime import timedelta
 from io import StringIO
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -350,6 +351,30 @@ def test_retry_action_reruns_a_failed_deletion_through_the_service(
     assert Subscription.objects.get(pk=alpha.pk).deleted is not None
 
 
+def test_retry_action_from_the_failure_filter_reports_no_skips(
+    admin_client, alice, alpha, django_capture_on_commit_callbacks
+):
+    """The deletion succeeds at once (in-process), so it leaves the filtered list it came from."""
+    deletion = Deletion.objects.create(
+        user=alice,
+        subscription=alpha,
+        guid=alpha.guid,
+        status=Deletion.Status.FAILURE,
+        requested=alpha.subscription_changed + timedelta(milliseconds=1),
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/admin/deletions/deletion/?status__exact=FAILURE",
+            {"action": "retry", "_selected_action": [deletion.pk]},
+            follow=True,
+        )
+
+    page = response.content.decode()
+    assert "Sent 1 deletion(s) again." in page
+    assert "Skipped" not in page
+
+
 def test_retry_action_skips_successful_deletions(admin_client, alice, alpha):
     deletion = Deletion.objects.create(
         user=alice,
@@ -376,3 +401,163 @@ def test_search_by_an_earlier_feed_url(admin_client, alice, alpha, beta):
 
     assert listed(admin_client, f"{SUBSCRIPTIONS}?q={alpha.feed_url}") == {alpha.pk}
     assert listed(admin_client, f"{SUBSCRIPTIONS}?q=moved.example.net") == {alpha.pk}
+
+
+# --- Users: counts, deactivation, password reset (issue 7) ------------------------------------
+
+
+def test_user_list_shows_subscription_counts_in_a_fixed_number_of_queries(
+    admin_client, alice, bob, alpha, django_assert_max_num_queries
+):
+    subscribe(alice, "https://alpha.example/second")
+    dropped = subscribe(alice, "https://alpha.example/dropped")
+    subscription_update(
+        user=alice, guid=dropped.guid, change=SubscriptionUpdate(is_subscribed=False)
+    )
+    for n in range(5):
+        subscribe(UserFactory(), f"https://many.example/{n}")
+
+    with django_assert_max_num_queries(12):
+        response = admin_client.get("/admin/auth/user/")
+
+    assert response.status_code == 200
+    rows = {u.username: u for u in response.context["cl"].result_list}
+    assert (rows["alice"]._subscribed, rows["alice"]._subscriptions) == (2, 3)
+    assert (rows["bob"]._subscribed, rows["bob"]._subscriptions) == (0, 0)
+    assert "subscriptions (all)" in response.content.decode().lower()
+
+
+def test_deactivate_action_stops_the_users_tokens(admin_client, staff, anon):
+    user: Any = UserFactory(username="leaver", with_password="a long and unusual passphrase 42")
+    login = anon.post(
+        "/v1/auth/login",
+        {"username": "leaver", "password": "a long and unusual passphrase 42"},
+        format="json",
+    ).json()
+
+    response = admin_client.post(
+        "/admin/auth/user/",
+        {"action": "deactivate", "_selected_action": [user.pk, staff.pk]},
+        follow=True,
+    )
+
+    assert "Deactivated 1 user(s)." in response.content.decode()
+    user.refresh_from_db()
+    staff.refresh_from_db()
+    assert not user.is_active
+    assert staff.is_active  # never oneself
+    anon.credentials(HTTP_AUTHORIZATION=f"Bearer {login['access_token']}")
+    assert anon.get("/v1/subscriptions").status_code == 401
+    anon.credentials()
+    refresh = anon.post(
+        "/v1/auth/refresh", {"refresh_token": login["refresh_token"]}, format="json"
+    )
+    assert refresh.status_code == 401
+
+
+def test_staff_reset_a_users_password(admin_client, anon):
+    user: Any = UserFactory(username="forgetful", with_password="the old passphrase that was lost")
+    password = "a brand new and unusual passphrase 7"
+
+    response = admin_client.post(
+        f"/admin/auth/user/{user.pk}/password/",
+        {"password1": password, "password2": password, "usable_password": "true"},
+    )
+
+    assert response.status_code == 302, response.content[:1000]
+    login = anon.post(
+        "/v1/auth/login", {"username": "forgetful", "password": password}, format="json"
+    )
+    assert login.status_code == 200
+
+
+def test_subscription_list_shows_the_last_change_and_filters_by_user(admin_client, alpha, beta):
+    response = admin_client.get(SUBSCRIPTIONS, {"user__id__exact": alpha.user_id})
+
+    assert {s.pk for s in response.context["cl"].result_list} == {alpha.pk}
+    assert "last change" in response.content.decode().lower()
+
+
+# --- OPML management commands -------------------------------------------------------------------
+
+
+OPML_FIXTURES = Path(__file__).parent / "fixtures" / "opml"
+
+
+def test_import_opml_command_adds_through_the_service_with_a_progress_bar(alice, tmp_path):
+    out, err = StringIO(), StringIO()
+
+    call_command(
+        "import_opml", "alice", str(OPML_FIXTURES / "overcast.opml"), stdout=out, stderr=err
+    )
+
+    assert "Added 50 feed(s) to alice; 0 failed." in out.getvalue()
+    assert "Importing: 100%" in err.getvalue()
+    assert Subscription.objects.filter(user=alice, is_subscribed=True).count() == 50
+
+
+def test_import_opml_command_takes_files_over_the_api_limits(alice, tmp_path, settings):
+    settings.MAX_ADD_ENTRIES = 7  # batches of 7
+    outlines = "".join(
+        f'<outline type="rss" text="{n}" xmlUrl="https://big.example/{n}"/>' for n in range(30)
+    )
+    path = tmp_path / "big.opml"
+    path.write_text(f'<opml version="2.0"><body>{outlines}<outline xmlUrl="nope"/></body></opml>')
+    out, err = StringIO(), StringIO()
+
+    call_command("import_opml", "alice", str(path), "--no-progress", stdout=out, stderr=err)
+
+    assert "Added 30 feed(s) to alice; 1 failed." in out.getvalue()
+    assert "Not added: nope: No protocol present" in err.getvalue()
+    assert Subscription.objects.filter(user=alice).count() == 30
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"<opml><body>", "not well-formed"),
+        (b'<!DOCTYPE x [<!ENTITY a "b">]><opml><body/></opml>', "DTD"),
+        (b"<rss/>", "not an OPML document"),
+    ],
+)
+def test_import_opml_command_refuses_what_is_not_opml(alice, tmp_path, content, message):
+    path = tmp_path / "bad.opml"
+    path.write_bytes(content)
+
+    with pytest.raises(CommandError, match=message):
+        call_command("import_opml", "alice", str(path), stdout=StringIO(), stderr=StringIO())
+    assert not Subscription.objects.exists()
+
+
+def test_opml_commands_refuse_unknown_users_and_files(alice, tmp_path):
+    with pytest.raises(CommandError, match="No user named"):
+        call_command("export_opml", "nobody", stdout=StringIO())
+    with pytest.raises(CommandError, match="Cannot read"):
+        call_command("import_opml", "alice", str(tmp_path / "missing.opml"), stdout=StringIO())
+
+
+def test_export_opml_command_round_trips_with_import(alice, bob, alpha, beta, tmp_path):
+    subscribe(alice, "https://alpha.example/b?x=1&y=2")
+    path = tmp_path / "alice.opml"
+    err = StringIO()
+
+    call_command("export_opml", "alice", "-o", str(path), stderr=err)
+    call_command("import_opml", "bob", str(path), "--no-progress", stdout=StringIO())
+
+    assert "Wrote 2 feed(s)" in err.getvalue()
+    assert "Exporting: 100%" in err.getvalue()
+    assert b"beta.example" not in path.read_bytes()
+    assert set(Subscription.objects.filter(user=bob).values_list("feed_url", flat=True)) == {
+        "https://alpha.example/feed.xml",
+        "https://alpha.example/b?x=1&y=2",
+        beta.feed_url,
+    }
+
+
+def test_export_opml_command_to_stdout(alice, alpha):
+    out = StringIO()
+
+    call_command("export_opml", "alice", "--no-progress", stdout=out)
+
+    assert out.getvalue().startswith('<?xml version="1.0" encoding="UTF-8"?>')
+    assert 'xmlUrl="https://alpha.example/feed.xml"' in out.getvalue()

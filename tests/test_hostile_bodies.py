@@ -106,12 +106,13 @@ ENDPOINTS = {
     "login": ("post", "/v1/auth/login"),
     "refresh": ("post", "/v1/auth/refresh"),
     "logout": ("post", "/v1/auth/logout"),
+    "opml import": ("post", "/v1/subscriptions.opml"),
 }
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 @pytest.mark.parametrize("body", CORPUS.values(), ids=CORPUS.keys())
-@pytest.mark.parametrize("content_type", ["application/json", "text/plain"])
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain", "text/x-opml"])
 def test_hostile_body_is_refused_with_the_error_object_and_changes_nothing(
     api: APIClient, world: dict[str, Any], endpoint: str, body: bytes, content_type: str
 ) -> None:

@@ -134,6 +134,8 @@ def test_api2_every_other_operation_of_the_document_is_401_without_a_token(
             checked.append((method, path))
 
     assert set(checked) == {
+        ("get", "/v1/subscriptions.opml"),
+        ("post", "/v1/subscriptions.opml"),
         ("post", "/v1/subscriptions"),
         ("get", "/v1/subscriptions"),
         ("get", "/v1/subscriptions/{guid}"),

@@ -31,6 +31,14 @@ def test_capabilities_need_no_token(anon, db):
     assert all(key.startswith("urn:opa:extra:") for key in body if key != "urn:opa:core")
 
 
+def test_capabilities_advertise_opml_where_it_is_served(api, anon):
+    body = anon.get("/v1/capabilities").json()
+
+    opml = body["urn:opa:extra:opml"]["1.0.0"]
+    assert opml["status"] == "STABLE"
+    assert api.get(f"{opml['root']}/subscriptions.opml").status_code == 200
+
+
 def test_capabilities_with_a_token_are_the_same(api, anon):
     assert api.get("/v1/capabilities").json() == anon.get("/v1/capabilities").json()
 
@@ -175,6 +183,8 @@ DOCUMENTED = {
     ("post", "/v1/auth/login"): {200, 401, 405, 409, 413, 415, 429},
     ("post", "/v1/auth/refresh"): {200, 401, 405, 409, 413, 415, 429},
     ("post", "/v1/auth/logout"): {204, 401, 405, 409, 413, 415, 429},
+    ("get", "/v1/subscriptions.opml"): {200, 401, 405, 429},
+    ("post", "/v1/subscriptions.opml"): {200, 401, 405, 409, 413, 415, 429},
 }
 
 
@@ -241,11 +251,16 @@ def test_the_document_says_what_request_bodies_refuse(openapi):
     assert body["minProperties"] == 1
 
 
+# Successes that are not JSON by design (product.md section 13).
+NOT_JSON = {("get", "/v1/subscriptions.opml"): "text/x-opml"}
+
+
 def test_every_json_success_documents_its_body(openapi):
     for method, path, operation in operations(openapi):
         for status, response in operation["responses"].items():
             if int(status) in (200, 201, 202):
-                assert "application/json" in response.get("content", {}), (method, path, status)
+                media_type = NOT_JSON.get((method, path), "application/json")
+                assert media_type in response.get("content", {}), (method, path, status)
 
 
 def test_every_operation_is_throttled_and_documents_429(openapi):

@@ -84,6 +84,16 @@ def _is_conflict(exc: Exception) -> bool:
     )
 
 
+def _unsupported_media_type_message(context: dict[str, Any]) -> str | None:
+    """Names the content types the view reads, e.g. `send application/json`."""
+    view = context.get("view")
+    accepted = [parser.media_type for parser in view.get_parsers()] if view else []
+    if not accepted:
+        return None
+    names = accepted[0] if len(accepted) == 1 else f"{', '.join(accepted[:-1])} or {accepted[-1]}"
+    return f"Unsupported media type: send {names}"
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     errors: Any = None
@@ -122,6 +132,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             headers["Retry-After"] = str(math.ceil(wait))
     elif isinstance(exc, drf.UnsupportedMediaType):
         status = 415
+        message = _unsupported_media_type_message(context)
     elif isinstance(exc, drf.PermissionDenied | PermissionDenied):
         status = 403
     elif isinstance(exc, drf.APIException):

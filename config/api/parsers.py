@@ -18,3 +18,21 @@ class JSONParser(parsers.JSONParser):
             return super().parse(stream, media_type, parser_context)
         except RecursionError as exc:
             raise ParseError("JSON parse error - nested too deeply") from exc
+
+
+class RawXMLParser(parsers.BaseParser):
+    """Hands the view the body's bytes: the view's XML reader decides what they are."""
+
+    media_type = "application/xml"
+
+    # The stubs type a parse result as a mapping; DRF itself takes any value as request.data.
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        return bytes(stream.read())
+
+
+class RawTextXMLParser(RawXMLParser):
+    media_type = "text/xml"
+
+
+class RawOPMLParser(RawXMLParser):
+    media_type = "text/x-opml"

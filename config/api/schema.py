@@ -44,8 +44,8 @@ def strict_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, An
     """drf-spectacular hook: say in the document what request bodies refuse.
 
     A PATCH without a body, with no field or with an unknown one is a 405 (product.md section 7),
-    and so is an add of more entries than the limit; a document that allowed them would promise
-    what the server refuses.
+    and so is an add of more entries than the limit, or an OPML import without a document; a
+    document that allowed them would promise what the server refuses.
     """
     # Indexed directly: a renamed component must fail here, not quietly lose its constraints.
     schemas = result["components"]["schemas"]
@@ -54,4 +54,6 @@ def strict_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, An
     )
     schemas["PatchedUpdateRequestRequest"].update(additionalProperties=False, minProperties=1)
     result["paths"]["/v1/subscriptions/{guid}"]["patch"]["requestBody"]["required"] = True
+    # An OPML import without a document is a 405, like any body that is not OPML.
+    result["paths"]["/v1/subscriptions.opml"]["post"]["requestBody"]["required"] = True
     return result

@@ -26,7 +26,11 @@ from config.api.serializers import (
 )
 from config.api.throttles import LoginThrottle
 
-CAPABILITIES = {"urn:opa:core": {"1.0.0": {"status": "STABLE", "root": "/v1"}}}
+CAPABILITIES = {
+    "urn:opa:core": {"1.0.0": {"status": "STABLE", "root": "/v1"}},
+    # GET and POST {root}/subscriptions.opml: OPML 2.0 export and import (README, API section).
+    "urn:opa:extra:opml": {"1.0.0": {"status": "STABLE", "root": "/v1"}},
+}
 
 
 class PublicView(APIView):
@@ -56,7 +60,7 @@ class CapabilitiesView(PublicView):
             200: OpenApiResponse(
                 OpenApiTypes.OBJECT,
                 description="Versions and features by URN",
-                examples=[OpenApiExample("Core only", value=CAPABILITIES)],
+                examples=[OpenApiExample("This server", value=CAPABILITIES)],
             ),
             **errors(429),
         },

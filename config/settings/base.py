@@ -124,6 +124,9 @@ STORAGES = {
 MAX_BODY_BYTES = env.int("MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 MAX_ADD_ENTRIES = env.int("MAX_ADD_ENTRIES", default=500)
+# Feeds per OPML import: higher than an add's, since an app's export is sent whole and a body
+# of 1 MiB holds some thousands of outlines; the add takes the same queries for any number.
+MAX_OPML_ENTRIES = env.int("MAX_OPML_ENTRIES", default=5000)
 MAX_PAGE_SIZE = env.int("MAX_PAGE_SIZE", default=500)
 MAX_FEED_URL_LENGTH = 2048
 

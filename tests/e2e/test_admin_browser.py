@@ -1,0 +1,129 @@
+"""The admin in a real browser: headless Chromium, driven by Selenium, against a live server.
+
+Staff log in, find a subscription by searching for its feed URL, open it, and re-run a failed
+deletion with the admin action. A screenshot of the end is saved under TEST_OUTPUT_DIR
+(default `test-output/`, git-ignored) in `e2e/`. Chromium and chromedriver come from Debian's
+packages (scripts/install-servers.sh installs them): when they are missing the test fails, it
+is not skipped.
+"""
+
+import os
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from deletions.models import Deletion
+from tests.factories import UserFactory
+from tests.helpers import subscribe
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+OUTPUT_DIR = Path(
+    os.environ.get("TEST_OUTPUT_DIR", Path(__file__).resolve().parents[2] / "test-output")
+)
+PASSWORD = "a long and unusual staff passphrase 1"
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(path, os.X_OK):
+            # Failing, not skipping: a browser test that silently never runs tests nothing.
+            pytest.fail(f"{path} is missing: run scripts/install-servers.sh (make test does)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # the tests may run as root, which Chromium's sandbox refuses
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,900",
+    ):
+        options.add_argument(argument)
+    # An explicit driver path: Selenium Manager would otherwise try to download one.
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.implicitly_wait(5)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def plain_http_cookies(settings: Any) -> None:
+    """The live server speaks plain HTTP: cookies marked Secure would not come back."""
+    settings.SESSION_COOKIE_SECURE = False
+    settings.CSRF_COOKIE_SECURE = False
+
+
+def test_staff_find_a_subscription_and_rerun_its_failed_deletion(
+    live_server: Any, transactional_db: None, plain_http_cookies: None, browser: WebDriver
+) -> None:
+    UserFactory(username="staff", is_staff=True, is_superuser=True, with_password=PASSWORD)
+    alice: Any = UserFactory(username="alice")
+    subscribe(alice, "https://other.example/feed.xml")
+    sub = subscribe(alice, "https://browser.example/podcast.xml")
+    deletion = Deletion.objects.create(
+        user=alice,
+        subscription_id=sub.pk,
+        guid=sub.guid,
+        status=Deletion.Status.FAILURE,
+        message="The deletion process encountered an error and was rolled back",
+        requested=sub.subscription_changed + timedelta(milliseconds=1),
+    )
+    wait = WebDriverWait(browser, 15)
+
+    # Log in.
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/")
+    browser.find_element(By.NAME, "username").send_keys("staff")
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit], button[type=submit]").click()
+    wait.until(expected_conditions.presence_of_element_located((By.ID, "user-tools")))
+
+    # Find the subscription by searching for its feed URL, and open it.
+    browser.get(f"{live_server.url}/admin/subscriptions/subscription/")
+    search = browser.find_element(By.ID, "searchbar")
+    search.send_keys("browser.example")
+    search.submit()
+    wait.until(expected_conditions.url_contains("q=browser.example"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+    assert len(rows) == 1, [row.text for row in rows]
+    rows[0].find_element(By.CSS_SELECTOR, "th a, td a").click()
+    wait.until(expected_conditions.url_contains(f"/subscription/{sub.pk}/change/"))
+    page = browser.find_element(By.ID, "content").text
+    assert "https://browser.example/podcast.xml" in page
+    assert str(sub.guid) in page
+    assert "guid history" in page.lower()
+
+    # Re-run the failed deletion with the admin action.
+    browser.get(f"{live_server.url}/admin/deletions/deletion/?status__exact=FAILURE")
+    browser.find_element(By.CSS_SELECTOR, f"input.action-select[value='{deletion.pk}']").click()
+    Select(browser.find_element(By.NAME, "action")).select_by_value("retry")
+    browser.find_element(By.CSS_SELECTOR, "button[name=index]").click()
+    message = wait.until(
+        expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "ul.messagelist"))
+    )
+    assert "Sent 1 deletion(s) again." in message.text
+    assert "Skipped" not in message.text
+
+    OUTPUT_DIR.joinpath("e2e").mkdir(parents=True, exist_ok=True)
+    screenshot = OUTPUT_DIR / "e2e" / "admin-deletion-rerun.png"
+    assert browser.save_screenshot(str(screenshot))
+    assert screenshot.stat().st_size > 1000
+
+    # The action went through the service: the task ran (in-process, after the commit).
+    deletion.refresh_from_db()
+    assert deletion.status == Deletion.Status.SUCCESS
+    sub.refresh_from_db()
+    assert sub.deleted is not None
