@@ -5,6 +5,7 @@ Production needs no separate settings file: set `SECRET_KEY`, `DATABASE_URL`, `R
 tasks in-process), which is what `make run` uses.
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -217,6 +218,8 @@ FEED_CHECKS_ENABLED = env.bool("FEED_CHECKS_ENABLED", default=bool(REDIS_URL))
 FEED_CHECK_INTERVAL = env.int("FEED_CHECK_INTERVAL", default=24 * 3600)
 # Networks the fetcher may reach although they are not public, e.g. 127.0.0.0/8 in tests.
 FEED_FETCH_ALLOWED_NETWORKS = env.list("FEED_FETCH_ALLOWED_NETWORKS", default=[])
+for _network in FEED_FETCH_ALLOWED_NETWORKS:  # a mistyped CIDR fails at start, not in each task
+    ipaddress.ip_network(_network.strip(), strict=False)
 FEED_FETCH_CONNECT_TIMEOUT = env.float("FEED_FETCH_CONNECT_TIMEOUT", default=5.0)
 FEED_FETCH_TIMEOUT = env.float("FEED_FETCH_TIMEOUT", default=20.0)
 FEED_FETCH_MAX_BYTES = env.int("FEED_FETCH_MAX_BYTES", default=5 * 1024 * 1024)
