@@ -106,6 +106,8 @@ class SubscriptionFeed(models.Model):
                 fields=["user", "key_digest"], name="subscriptionfeed_user_key_unique"
             )
         ]
+        # A feed check finds every user's subscription at the URL it fetched.
+        indexes = [models.Index(fields=["key_digest"], name="subscriptionfeed_key_idx")]
         ordering = ["assigned", "id"]
 
     def __str__(self) -> str:

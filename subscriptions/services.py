@@ -90,6 +90,8 @@ class _Workspace:
         self._new_guid_rows: list[SubscriptionGuid] = []
         self._replaced_guids: set[uuid.UUID] = set()
         self._new_feed_rows: list[SubscriptionFeed] = []
+        # Subscriptions whose feed URL changed: their feed is checked in the background.
+        self.moved: list[Subscription] = []
 
         # Both queries may bring the same subscription: keep one instance of each.
         loaded: dict[int, Subscription] = {}
@@ -148,6 +150,7 @@ class _Workspace:
             self.merge(owner, into=sub)
         if sub.feed_url != url:
             self._set(sub, feed_url=url, subscription_changed=self.now)
+            self.moved.append(sub)
 
     def merge(self, source: Subscription, *, into: Subscription, take_state: bool = False) -> None:
         """Make `source` part of `into`: every guid and URL it had now reaches `into`.
@@ -306,6 +309,9 @@ def subscription_add_many(*, user: Any, entries: Sequence[AddEntry]) -> AddResul
         ws = _Workspace(user, guids=guids, digests={e.digest for e in valid}, now=now)
         added = [_add_one(ws, entry) for entry in valid]
         ws.flush()
+        # A computed guid only stands in for the feed's own: learn that, and any move.
+        computed = [sub for entry, sub in zip(valid, added, strict=True) if entry.sent_guid is None]
+        _check_feeds_later(ws, [*computed, *ws.moved])
     return AddResult(success=[ws.final(sub) for sub in added], failure=failure)
 
 
@@ -365,4 +371,78 @@ def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdat
         if change.is_subscribed is not None:
             ws.set_subscribed(sub, change.is_subscribed)
         ws.flush()
+        _check_feeds_later(ws, ws.moved)
     return ws.final(sub)
+
+
+def _check_feeds_later(ws: _Workspace, subs: Iterable[Subscription]) -> None:
+    """Have the feeds of `subs` checked once the current transaction commits."""
+    from feedchecks.services import feed_checks_request
+
+    feed_checks_request(user_id=ws.user.pk, urls=[ws.final(sub).feed_url for sub in subs])
+
+
+def _liveliness(sub: Subscription) -> tuple[bool, bool]:
+    return (sub.deleted is None, sub.is_subscribed)
+
+
+def subscription_apply_feed_identity(
+    *, user: Any, key_digest: str, guid: uuid.UUID | None, new_feed_url: str | None
+) -> bool:
+    """Apply what the feed at `key_digest` says about itself to the user's subscription there.
+
+    Only a subscription whose current feed URL is that feed, and that is not deleted, changes.
+    `guid` (the feed's podcast:guid) replaces its guid only when that guid was computed by the
+    server from one of its URLs: a guid a client sent is authoritative (product.md section 6).
+    `new_feed_url` (a permanent move) moves it, keeping the old URL in its history. When the
+    guid or URL already reaches another of the user's subscriptions, the two become one with
+    every guid and URL of both, and the state of the more alive of the two (subscribed over
+    unsubscribed over deleted). Returns whether anything changed.
+    """
+    new_digest = feeds.feed_key_digest(new_feed_url) if new_feed_url else None
+    if new_digest == key_digest:
+        new_feed_url = new_digest = None
+    with transaction.atomic():
+        now = lock_user_writes(user.pk)
+        digests = [d for d in (key_digest, new_digest) if d is not None]
+        ws = _Workspace(user, guids=[guid] if guid else [], digests=digests, now=now)
+        sub = ws.by_digest.get(key_digest)
+        if (
+            sub is None
+            or sub.deleted is not None
+            or feeds.feed_key_digest(sub.feed_url) != key_digest
+        ):
+            return False
+        changed = False
+        if guid is not None and guid != sub.guid and _guid_is_computed(sub):
+            owner = ws.by_guid.get(guid)
+            if owner is None:
+                ws.change_guid(sub, guid)
+                changed = True
+            elif owner is not sub:
+                ws.merge(sub, into=owner, take_state=_liveliness(sub) > _liveliness(owner))
+                sub = owner
+                changed = True
+            # An earlier guid of this very subscription: taking it back would loop the history.
+        # After a merge into a subscription at another URL, that URL is not the one that moved:
+        # it stays.
+        if (
+            new_feed_url is not None
+            and new_digest is not None
+            and feeds.feed_key_digest(sub.feed_url) == key_digest
+        ):
+            other = ws.by_digest.get(new_digest)
+            if other is not None and other is not sub:
+                ws.merge(other, into=sub, take_state=_liveliness(other) > _liveliness(sub))
+            ws.move_feed(sub, new_feed_url, new_digest)
+            changed = True
+        if changed:
+            ws.flush()
+    return changed
+
+
+def _guid_is_computed(sub: Subscription) -> bool:
+    """Whether the subscription's guid is the one the podcast namespace computes from one of its
+    URLs: then the server made it up (or the client sent that same stand-in)."""
+    urls = SubscriptionFeed.objects.filter(subscription=sub).values_list("url", flat=True)
+    return any(feeds.computed_guid(url) == sub.guid for url in urls)

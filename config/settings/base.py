@@ -5,6 +5,7 @@ Production needs no separate settings file: set `SECRET_KEY`, `DATABASE_URL`, `R
 tasks in-process), which is what `make run` uses.
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "subscriptions",
     "deletions",
+    "feedchecks",
 ]
 
 MIDDLEWARE = [
@@ -211,6 +213,20 @@ DELETION_MAX_ATTEMPTS = env.int("DELETION_MAX_ATTEMPTS", default=5)
 DELETION_SWEEP_INTERVAL = env.float("DELETION_SWEEP_INTERVAL", default=60.0)
 DELETION_SWEEP_BATCH = env.int("DELETION_SWEEP_BATCH", default=1000)
 
+# --- Feed identity checks (README "Feed identity") ---------------------------------------------
+# On by default wherever a broker runs them in the background; in-process (no REDIS_URL) a
+# fetch would hold the API answer for up to FEED_FETCH_TIMEOUT seconds per feed, so it is off.
+FEED_CHECKS_ENABLED = env.bool("FEED_CHECKS_ENABLED", default=bool(REDIS_URL))
+# A feed URL is fetched at most once per this many seconds, whoever subscribes to it.
+FEED_CHECK_INTERVAL = env.int("FEED_CHECK_INTERVAL", default=24 * 3600)
+# Networks the fetcher may reach although they are not public, e.g. 127.0.0.0/8 in tests.
+FEED_FETCH_ALLOWED_NETWORKS = env.list("FEED_FETCH_ALLOWED_NETWORKS", default=[])
+for _network in FEED_FETCH_ALLOWED_NETWORKS:  # a mistyped CIDR fails at start, not in each task
+    ipaddress.ip_network(_network.strip(), strict=False)
+FEED_FETCH_CONNECT_TIMEOUT = env.float("FEED_FETCH_CONNECT_TIMEOUT", default=5.0)
+FEED_FETCH_TIMEOUT = env.float("FEED_FETCH_TIMEOUT", default=20.0)
+FEED_FETCH_MAX_BYTES = env.int("FEED_FETCH_MAX_BYTES", default=5 * 1024 * 1024)
+
 # --- Celery ----------------------------------------------------------------------------------
 # Without REDIS_URL, tasks run in-process right after the commit that sent them.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
@@ -239,7 +255,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5}
 # One queue per kind of work, so a backlog of one never delays another. A worker started
 # without -Q consumes all of them.
-QUEUES = ("celery", "deletions")
+QUEUES = ("celery", "deletions", "feeds")
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in QUEUES)
 CELERY_BEAT_SCHEDULE = {

@@ -1,0 +1,299 @@
+"""Fetching a feed from an address a user gave us, without letting it reach our own network.
+
+OWASP API7 (server-side request forgery): any user can make the server fetch any URL, so every
+fetch is confined. Only http and https; the host is resolved once and every address it resolves
+to must be public (or inside FEED_FETCH_ALLOWED_NETWORKS); the connection goes to the address
+that was checked, never to the name again, so DNS rebinding cannot swap it; redirects are
+followed by hand, each hop checked the same way, at most MAX_REDIRECTS; a connect timeout, a
+total deadline that a server dripping one byte at a time cannot stretch, and a body cap.
+"""
+
+import contextlib
+import http.client
+import ipaddress
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
+
+from subscriptions import feeds
+
+MAX_REDIRECTS = 3
+PERMANENT_REDIRECTS = frozenset({301, 308})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+USER_AGENT = "opa-subscriptions feed identity check"
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# NAT64's well-known prefix carries an IPv4 address in its last 32 bits.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+class FetchError(Exception):
+    """The feed could not be fetched; the message says why, for staff to read."""
+
+
+class ForbiddenAddress(FetchError):
+    """The URL leads to an address the fetcher must not connect to."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What one fetch found.
+
+    `permanent_url` is where the feed permanently lives (the last URL reached through 301 and 308
+    redirects alone) when that differs from the URL asked for, else None; `final_url` is the
+    URL that answered. `truncated` says the body was cut at the cap.
+    """
+
+    url: str
+    final_url: str
+    permanent_url: str | None
+    body: bytes
+    truncated: bool
+
+
+def parse_networks(values: Iterable[str]) -> list[IPNetwork]:
+    """The allowlist setting: CIDRs such as `127.0.0.0/8`, `::1/128`."""
+    return [ipaddress.ip_network(value.strip(), strict=False) for value in values if value.strip()]
+
+
+def _embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
+    """IPv4 addresses an IPv6 address carries (mapped, 6to4, Teredo, NAT64)."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    found = []
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found.extend(ip.teredo)
+    if ip in _NAT64:
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return found
+
+
+def _is_public(ip: IPAddress) -> bool:
+    return (
+        ip.is_global
+        and not (
+            ip.is_private
+            or ip.is_loopback
+            or ip.is_link_local
+            or ip.is_multicast
+            or ip.is_reserved
+            or ip.is_unspecified
+            or (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local)
+        )
+        and all(_is_public(inner) for inner in _embedded_ipv4(ip))
+    )
+
+
+def address_allowed(ip: IPAddress, allowed_networks: Sequence[IPNetwork] = ()) -> bool:
+    """Whether the fetcher may connect to `ip`: a public address, or one the allowlist names."""
+    if any(ip.version == net.version and ip in net for net in allowed_networks):
+        return True
+    return _is_public(ip)
+
+
+def resolve(host: str, port: int, allowed_networks: Sequence[IPNetwork]) -> list[IPAddress]:
+    """Every address `host` resolves to, each checked; ForbiddenAddress when any one fails.
+
+    One forbidden address refuses the whole host: a name that resolves to a public and a private
+    address is an attempt to reach the private one. Numeric spellings (`2130706433`, `0x7f.1`,
+    `0177.0.0.1`) are resolved by the system like any name, so they are checked as what they
+    really are.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise FetchError(f"Cannot resolve {host}: {exc}") from exc
+    addresses: list[IPAddress] = []
+    for info in infos:
+        # A scoped IPv6 address comes as "fe80::1%eth0".
+        ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if not address_allowed(ip, allowed_networks):
+            raise ForbiddenAddress(f"{host} resolves to {ip}, which may not be fetched")
+        if ip not in addresses:
+            addresses.append(ip)
+    if not addresses:
+        raise FetchError(f"Cannot resolve {host}: no address")
+    return addresses
+
+
+class _Deadline:
+    """The total time a fetch may take, however slowly the server sends."""
+
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+
+    def remaining(self) -> float:
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise FetchError("Timed out")
+        return left
+
+    @property
+    def passed(self) -> bool:
+        return time.monotonic() >= self.end
+
+
+class _PinnedConnection(http.client.HTTPConnection):
+    """An HTTP connection to an address checked beforehand; `Host` still names the host."""
+
+    def __init__(self, host: str, port: int, *, addresses: Sequence[IPAddress], timeout: float):
+        super().__init__(host, port, timeout=timeout)
+        self.addresses = addresses
+
+    def _open(self) -> socket.socket:
+        error: OSError | None = None
+        for ip in self.addresses:
+            try:
+                return socket.create_connection((str(ip), self.port), timeout=self.timeout)
+            except OSError as exc:
+                error = exc
+        raise FetchError(f"Cannot connect to {self.host}: {error}")
+
+    def connect(self) -> None:
+        self.sock = self._open()
+
+
+class _PinnedHTTPSConnection(_PinnedConnection):
+    """TLS to the checked address, with SNI and the certificate checked against the host name."""
+
+    default_port = http.client.HTTPS_PORT
+
+    def connect(self) -> None:
+        context = ssl.create_default_context()
+        self.sock = context.wrap_socket(self._open(), server_hostname=self.host)
+
+
+def _shut(conn: http.client.HTTPConnection) -> None:
+    """Unblock a read that has outlived the deadline (called from a timer thread)."""
+    sock = conn.sock
+    if sock is not None:
+        # The plain socket's shutdown: the TLS layer's would race the reading thread.
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _get_once(
+    url: str,
+    *,
+    deadline: _Deadline,
+    connect_timeout: float,
+    max_bytes: int,
+    allowed_networks: Sequence[IPNetwork],
+) -> tuple[int, str | None, bytes, bool]:
+    """One GET without following redirects: (status, Location, body, truncated)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise FetchError(f"Only http and https may be fetched, not {scheme or 'no scheme'}")
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError as exc:
+        raise FetchError(f"Bad URL: {exc}") from exc
+    addresses = resolve(host, port, allowed_networks)
+    cls = _PinnedHTTPSConnection if scheme == "https" else _PinnedConnection
+    conn = cls(host, port, addresses=addresses, timeout=min(connect_timeout, deadline.remaining()))
+    timer = threading.Timer(deadline.remaining(), _shut, args=(conn,))
+    timer.daemon = True
+    timer.start()
+    try:
+        path = parts.path or "/"
+        if parts.query:
+            path += f"?{parts.query}"
+        conn.request(
+            "GET",
+            path,
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "application/rss+xml, application/xml;q=0.9, */*;q=0.1",
+                # No compression: a small gzip body could expand past any cap.
+                "Accept-Encoding": "identity",
+                "Connection": "close",
+            },
+        )
+        response = conn.getresponse()
+        if response.status in REDIRECTS:
+            return response.status, response.getheader("Location"), b"", False
+        if response.status != 200:
+            return response.status, None, b"", False
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            if conn.sock is not None:
+                conn.sock.settimeout(min(connect_timeout, deadline.remaining()))
+            chunk = response.read1(min(65536, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if deadline.passed:  # the timer shut the socket: what came is not the whole body
+            raise FetchError("Timed out")
+        body = b"".join(chunks)
+        return response.status, None, body[:max_bytes], size > max_bytes
+    except FetchError:
+        raise
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        if deadline.passed:
+            raise FetchError("Timed out") from exc
+        raise FetchError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        timer.cancel()
+        conn.close()
+
+
+def fetch(
+    url: str,
+    *,
+    allowed_networks: Sequence[IPNetwork] = (),
+    connect_timeout: float = 5.0,
+    total_timeout: float = 20.0,
+    max_bytes: int = 5 * 1024 * 1024,
+) -> Fetched:
+    """GET `url`, following at most MAX_REDIRECTS redirects, each hop checked.
+
+    Raises FetchError (ForbiddenAddress for a refused address) when no feed body was got.
+    """
+    deadline = _Deadline(total_timeout)
+    current = home = url
+    all_permanent = True
+    for _hop in range(MAX_REDIRECTS + 1):
+        status, location, body, truncated = _get_once(
+            current,
+            deadline=deadline,
+            connect_timeout=connect_timeout,
+            max_bytes=max_bytes,
+            allowed_networks=allowed_networks,
+        )
+        if status == 200:
+            return Fetched(
+                url=url,
+                final_url=current,
+                permanent_url=home if home != url else None,
+                body=body,
+                truncated=truncated,
+            )
+        if location is None:
+            raise FetchError(f"HTTP {status}")
+        target = urljoin(current, location.strip())
+        try:
+            feeds.check_feed_url(target)
+        except feeds.InvalidFeedUrl as exc:
+            raise FetchError(f"Redirect to a bad URL: {exc}") from exc
+        # The feed's permanent home is the last URL reached by permanent redirects alone: a
+        # temporary hop says nothing about where it lives for good.
+        if all_permanent and status in PERMANENT_REDIRECTS:
+            home = target
+        else:
+            all_permanent = False
+        current = target
+    raise FetchError(f"More than {MAX_REDIRECTS} redirects")

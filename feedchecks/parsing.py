@@ -1,0 +1,104 @@
+"""Reading a feed's identity (`podcast:guid`, `itunes:new-feed-url`) from bytes we fetched.
+
+The bytes are first refused if they declare a DTD or entities (billion laughs, external
+entities), with defusedxml; then feedparser reads them from memory, so it never fetches anything
+itself.
+"""
+
+import io
+import re
+import uuid
+import xml.sax
+from dataclasses import dataclass
+
+import feedparser
+from defusedxml import DefusedXmlException
+from defusedxml.sax import make_parser
+
+from subscriptions import feeds
+
+# The podcast namespace's URI, as feeds write it.
+PODCAST_NAMESPACES = frozenset(
+    {
+        "https://podcastindex.org/namespace/1.0",
+        "http://podcastindex.org/namespace/1.0",
+        "https://github.com/Podcastindex-org/podcast-namespace/blob/main/docs/1.0.md",
+    }
+)
+# In any encoding a parser could be told to use: ASCII-compatible ones and UTF-16.
+_DECLARATION = re.compile(rb"<!\s*(doctype|entity)", re.IGNORECASE)
+_DECLARATION_UTF16 = [
+    marker.encode(codec)
+    for marker in ("<!DOCTYPE", "<!doctype", "<!ENTITY", "<!entity")
+    for codec in ("utf-16-le", "utf-16-be")
+]
+
+
+class UnsafeFeed(ValueError):
+    """The document declares a DTD or entities: it is not read."""
+
+
+@dataclass(frozen=True)
+class FeedIdentity:
+    """What a feed says about itself: its podcast:guid (a UUID) and its itunes:new-feed-url."""
+
+    guid: uuid.UUID | None
+    new_feed_url: str | None
+
+
+def refuse_declarations(data: bytes) -> None:
+    """Raise UnsafeFeed when `data` declares a DTD or an entity, anywhere.
+
+    A well-formed document is read by defusedxml, which stops at any such declaration whatever
+    the encoding. Feeds are often not well-formed, and feedparser reads those too: then any
+    declaration at all is refused by looking for it in the bytes.
+    """
+    parser = make_parser()
+    parser.setFeature(xml.sax.handler.feature_external_ges, False)
+    parser.forbid_dtd = True
+    parser.setContentHandler(xml.sax.handler.ContentHandler())
+    try:
+        parser.parse(io.BytesIO(data))
+    except DefusedXmlException as exc:
+        raise UnsafeFeed(f"The feed declares a DTD or entities ({exc}): not read") from exc
+    except (xml.sax.SAXException, ValueError, LookupError):
+        if _DECLARATION.search(data) or any(marker in data for marker in _DECLARATION_UTF16):
+            raise UnsafeFeed("The feed declares a DTD or entities: not read") from None
+
+
+def feed_identity(data: bytes) -> FeedIdentity:
+    """The identity a feed declares at channel level; None for what it lacks or gets wrong.
+
+    Raises UnsafeFeed for a document with a DTD or entities.
+    """
+    refuse_declarations(data)
+    # A stream, never a string: feedparser fetches a string that looks like a URL and opens one
+    # that names a file.
+    parsed = feedparser.parse(io.BytesIO(data), resolve_relative_uris=False, sanitize_html=False)
+    channel = parsed.get("feed", {})
+    namespaces = parsed.get("namespaces", {})
+
+    guid = None
+    for prefix, uri in namespaces.items():
+        if uri.rstrip("/") in PODCAST_NAMESPACES:
+            value = channel.get(f"{prefix}_guid")
+            guid = _uuid(value)
+            if guid is not None:
+                break
+
+    new_url = channel.get("itunes_new-feed-url")
+    if isinstance(new_url, str):
+        new_url = new_url.strip()
+        try:
+            feeds.check_feed_url(new_url)
+        except feeds.InvalidFeedUrl:
+            new_url = None
+    else:
+        new_url = None
+    return FeedIdentity(guid=guid, new_feed_url=new_url)
+
+
+def _uuid(value: object) -> uuid.UUID | None:
+    if not isinstance(value, str):
+        return None
+    return feeds.parse_guid(value.strip())

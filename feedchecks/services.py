@@ -1,0 +1,142 @@
+"""Checking feeds in the background for their real guid and new address (README "Feed identity").
+
+An add or PATCH asks for a check after it commits (feed_checks_request). A worker then claims the
+feed URL with a conditional UPDATE, so a URL is fetched at most once per FEED_CHECK_INTERVAL
+however many users add it; records what the fetch found in the FeedCheck row; and applies it to
+every user's subscription at that URL, each under that user's lock, through the same workspace
+rules as the API (subscription_apply_feed_identity). A check that finds the URL fetched recently
+applies the stored result to its own user only; one that finds a fetch under way leaves it to
+that fetch, which reads the subscriptions after recording its result, so it sees this user's
+(committed before this check was sent).
+"""
+
+import logging
+from collections.abc import Iterable
+from datetime import timedelta
+from functools import partial
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import F, Q
+
+from config import clock
+from feedchecks import fetcher, parsing
+from feedchecks.models import FeedCheck
+from subscriptions import feeds
+from subscriptions.models import SubscriptionFeed
+from subscriptions.services import subscription_apply_feed_identity
+
+logger = logging.getLogger(__name__)
+
+
+def feed_checks_request(*, user_id: int, urls: Iterable[str]) -> None:
+    """Have each feed URL checked once the current transaction commits (one task per feed)."""
+    if not settings.FEED_CHECKS_ENABLED:
+        return
+    by_digest = {feeds.feed_key_digest(url): url for url in urls}
+    if by_digest:
+        urls = sorted(by_digest.values())
+        transaction.on_commit(partial(feed_checks_send, user_id=user_id, urls=urls))
+
+
+def feed_checks_send(*, user_id: int, urls: list[str]) -> None:
+    """Send the checks. A broker that cannot be reached loses them, logged: a check is an
+    improvement, not a promise, and the next add of the feed asks again."""
+    from feedchecks.tasks import check_feed
+
+    for url in urls:
+        try:
+            check_feed.delay(url, user_id)
+        except Exception:  # whatever the broker client raised: stop, do not wait once per URL
+            logger.warning("Could not send feed checks for user %s", user_id, exc_info=True)
+            return
+
+
+def _claim(key_digest: str) -> bool:
+    """Take the URL for a fetch unless one started less than FEED_CHECK_INTERVAL ago (or one is
+    under way that has not outlived the task time limit)."""
+    now = clock.now()
+    last_period = now - timedelta(seconds=settings.FEED_CHECK_INTERVAL)
+    stuck = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    unfinished = Q(checked__isnull=True) | Q(checked__lt=F("claimed"))
+    claimable = (
+        Q(claimed__isnull=True) | Q(claimed__lt=last_period) | (Q(claimed__lt=stuck) & unfinished)
+    )
+    return bool(
+        FeedCheck.objects.filter(key_digest=key_digest).filter(claimable).update(claimed=now)
+    )
+
+
+def feed_check_run(*, url: str, user_id: int) -> str:
+    """The task's work: fetch the feed at `url` unless it was fetched recently, and apply what
+    it says. Returns what happened, for the task's result."""
+    key_digest = feeds.feed_key_digest(url)
+    FeedCheck.objects.get_or_create(key_digest=key_digest, defaults={"url": url})
+    if not _claim(key_digest):
+        check = FeedCheck.objects.get(key_digest=key_digest)
+        if check.checked is None or (check.claimed and check.checked < check.claimed):
+            return "under way"  # that fetch applies its result to this user's subscription too
+        _apply(check, user_ids=[user_id])
+        return "recent"
+
+    check = _fetch_and_record(key_digest, url)
+    # Every user subscribed at the URL, read after the result was committed.
+    user_ids = (
+        SubscriptionFeed.objects.filter(key_digest=key_digest, subscription__deleted__isnull=True)
+        .values_list("user_id", flat=True)
+        .distinct()
+    )
+    _apply(check, user_ids=list(user_ids))
+    return check.result
+
+
+def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
+    guid = None
+    new_url = ""
+    error = ""
+    try:
+        fetched = fetcher.fetch(
+            url,
+            allowed_networks=fetcher.parse_networks(settings.FEED_FETCH_ALLOWED_NETWORKS),
+            connect_timeout=settings.FEED_FETCH_CONNECT_TIMEOUT,
+            total_timeout=settings.FEED_FETCH_TIMEOUT,
+            max_bytes=settings.FEED_FETCH_MAX_BYTES,
+        )
+        identity = parsing.feed_identity(fetched.body)
+    except (fetcher.FetchError, parsing.UnsafeFeed) as exc:
+        error = str(exc)
+        result = FeedCheck.Result.ERROR
+    else:
+        guid = identity.guid
+        # The publisher's own word first; else where permanent redirects led.
+        for candidate in (identity.new_feed_url, fetched.permanent_url):
+            if candidate and feeds.feed_key_digest(candidate) != key_digest:
+                new_url = candidate
+                break
+        if new_url:
+            result = FeedCheck.Result.MOVED
+        elif guid is not None:
+            result = FeedCheck.Result.GUID
+        else:
+            result = FeedCheck.Result.NOTHING
+        if fetched.truncated:
+            error = f"The body was cut at {settings.FEED_FETCH_MAX_BYTES} bytes"
+    FeedCheck.objects.filter(key_digest=key_digest).update(
+        checked=clock.now(), result=result, error=error, guid=guid, new_url=new_url
+    )
+    if result == FeedCheck.Result.ERROR:
+        logger.info("Feed check of %s failed: %s", url, error)
+    return FeedCheck.objects.get(key_digest=key_digest)
+
+
+def _apply(check: FeedCheck, *, user_ids: list[int]) -> None:
+    if check.guid is None and not check.new_url:
+        return
+    for user in get_user_model().objects.filter(pk__in=user_ids).order_by("pk"):
+        subscription_apply_feed_identity(
+            user=user,
+            key_digest=check.key_digest,
+            guid=check.guid,
+            new_feed_url=check.new_url or None,
+        )

@@ -1,0 +1,24 @@
+"""Celery tasks of feed checks: thin wrappers that take a feed URL and a user id."""
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from feedchecks import services
+
+# Errors worth another try: the database went away, a deadlock, a serialization failure. A
+# feed that cannot be fetched is not retried: that is recorded as the check's result.
+TRANSIENT = (OperationalError, InterfaceError)
+
+
+@shared_task(
+    queue="feeds",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=TRANSIENT,
+    max_retries=3,
+    retry_backoff=1,
+    retry_backoff_max=60,
+    retry_jitter=True,
+)
+def check_feed(url: str, user_id: int) -> str:
+    return services.feed_check_run(url=url, user_id=user_id)

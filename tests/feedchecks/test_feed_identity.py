@@ -1,0 +1,327 @@
+"""Feed identity checks end to end in-process: an add, the task after commit, a real local feed
+server, and what changes in the user's subscriptions (README "Feed identity")."""
+
+import uuid
+
+import pytest
+
+from config import clock
+from feedchecks.models import FeedCheck
+from feedchecks.services import feed_check_run
+from subscriptions import feeds
+from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
+from subscriptions.services import SubscriptionUpdate, subscription_update
+from tests.factories import UserFactory
+from tests.feedchecks.feedserver import BILLION_LAUGHS, GUID, rss
+from tests.helpers import subscribe
+
+pytestmark = pytest.mark.django_db
+
+OTHER_GUID = "2d8bb39b-8d34-48d4-b223-a0d01eb27d71"
+
+
+@pytest.fixture
+def checks(settings):
+    """Feed checks on, allowed to reach the loopback feed server, with short limits."""
+    settings.FEED_CHECKS_ENABLED = True
+    settings.FEED_FETCH_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    settings.FEED_FETCH_CONNECT_TIMEOUT = 1.0
+    settings.FEED_FETCH_TIMEOUT = 1.5
+    settings.FEED_FETCH_MAX_BYTES = 256 * 1024
+    settings.FEED_CHECK_INTERVAL = 3600
+    return settings
+
+
+@pytest.fixture
+def add(django_capture_on_commit_callbacks):
+    """Subscribe through the service and run what it sends after commit (the check task)."""
+
+    def add(user, url, guid=None):
+        with django_capture_on_commit_callbacks(execute=True):
+            sub = subscribe(user, url, guid)
+        return Subscription.objects.get(pk=sub.pk) if _exists(sub) else None
+
+    return add
+
+
+def _exists(sub):
+    return Subscription.objects.filter(pk=sub.pk).exists()
+
+
+def the_sub(user):
+    (sub,) = Subscription.objects.filter(user=user)
+    return sub
+
+
+def guids(sub):
+    return {
+        str(g)
+        for g in SubscriptionGuid.objects.filter(subscription=sub).values_list("guid", flat=True)
+    }
+
+
+def urls(sub):
+    return set(SubscriptionFeed.objects.filter(subscription=sub).values_list("url", flat=True))
+
+
+def check_of(url):
+    return FeedCheck.objects.get(key_digest=feeds.feed_key_digest(url))
+
+
+def test_a_guid_found_replaces_the_computed_one(checks, feed_server, user, add, api):
+    feed_server.feed("/feed", rss(guid=GUID))
+    url = feed_server.url("/feed")
+    computed = str(feeds.computed_guid(url))
+    sub = add(user, url)
+    assert str(sub.guid) == GUID
+    assert sub.guid_changed is not None
+    assert guids(sub) == {computed, GUID}
+    check = check_of(url)
+    assert check.result == FeedCheck.Result.GUID
+    assert str(check.guid) == GUID
+    assert check.checked is not None
+    assert check.error == ""
+    # Clients that know the computed guid converge on the feed's.
+    body = api.get(f"/v1/subscriptions/{computed}").json()
+    assert body["guid"] == computed
+    assert body["new_guid"] == GUID
+
+
+def test_no_guid_in_the_feed_changes_nothing(checks, feed_server, user, add):
+    feed_server.feed("/feed", rss())
+    sub = add(user, feed_server.url("/feed"))
+    assert sub.guid == feeds.computed_guid(feed_server.url("/feed"))
+    assert sub.guid_changed is None
+    assert check_of(feed_server.url("/feed")).result == FeedCheck.Result.NOTHING
+
+
+def test_a_guid_that_is_not_a_uuid_is_ignored(checks, feed_server, user, add):
+    feed_server.feed("/feed", rss(guid="not-a-uuid"))
+    sub = add(user, feed_server.url("/feed"))
+    assert sub.guid == feeds.computed_guid(feed_server.url("/feed"))
+    assert check_of(feed_server.url("/feed")).result == FeedCheck.Result.NOTHING
+
+
+def test_the_same_guid_as_ours_changes_nothing(checks, feed_server, user, add):
+    url = feed_server.url("/feed")
+    feed_server.feed("/feed", rss(guid=str(feeds.computed_guid(url))))
+    sub = add(user, url)
+    assert sub.guid == feeds.computed_guid(url)
+    assert sub.guid_changed is None
+    assert guids(sub) == {str(sub.guid)}
+
+
+def test_a_guid_the_client_sent_is_kept_and_its_feed_not_fetched(checks, feed_server, user, add):
+    feed_server.feed("/feed", rss(guid=GUID))
+    sub = add(user, feed_server.url("/feed"), OTHER_GUID)
+    assert str(sub.guid) == OTHER_GUID
+    assert feed_server.requests == []
+
+
+def test_a_301_chain_moves_the_feed_and_keeps_the_old_url(checks, feed_server, user, add):
+    feed_server.redirect("/old", "/older-hop", status=301)
+    feed_server.redirect("/older-hop", "/new", status=308)
+    feed_server.feed("/new", rss())
+    old = feed_server.url("/old")
+    sub = add(user, old)
+    assert sub.feed_url == feed_server.url("/new")
+    assert urls(sub) == {old, feed_server.url("/new")}
+    assert sub.guid == feeds.computed_guid(old)  # a move keeps the guid
+    check = check_of(old)
+    assert check.result == FeedCheck.Result.MOVED
+    assert check.new_url == feed_server.url("/new")
+    # The old URL still reaches it.
+    assert add(user, old).pk == sub.pk
+
+
+def test_a_temporary_redirect_is_no_move(checks, feed_server, user, add):
+    feed_server.redirect("/feed", "/elsewhere", status=302)
+    feed_server.feed("/elsewhere", rss())
+    sub = add(user, feed_server.url("/feed"))
+    assert sub.feed_url == feed_server.url("/feed")
+
+
+def test_itunes_new_feed_url_moves_the_feed(checks, feed_server, user, add):
+    feed_server.feed("/feed", rss(guid=GUID, new_feed_url="https://feeds.example.net/show"))
+    url = feed_server.url("/feed")
+    sub = add(user, url)
+    assert sub.feed_url == "https://feeds.example.net/show"
+    assert str(sub.guid) == GUID
+    assert urls(sub) == {url, "https://feeds.example.net/show"}
+    assert check_of(url).result == FeedCheck.Result.MOVED
+
+
+def test_a_feed_url_patch_has_the_new_url_checked(
+    checks, feed_server, user, add, django_capture_on_commit_callbacks
+):
+    sub = add(user, "https://a.example/feed", OTHER_GUID)  # a sent guid: no check
+    feed_server.redirect("/moved", "/final", status=301)
+    feed_server.feed("/final", rss(guid=GUID))
+    with django_capture_on_commit_callbacks(execute=True):
+        subscription_update(
+            user=user,
+            guid=uuid.UUID(OTHER_GUID),
+            change=SubscriptionUpdate(new_feed_url=feed_server.url("/moved")),
+        )
+    sub.refresh_from_db()
+    assert sub.feed_url == feed_server.url("/final")
+    assert str(sub.guid) == OTHER_GUID  # the client's guid stays: it is authoritative
+    assert urls(sub) == {"https://a.example/feed", feed_server.url("/moved"), sub.feed_url}
+
+
+def test_a_guid_already_the_users_merges_the_two_losing_nothing(checks, feed_server, user, add):
+    existing = add(user, "https://mirror.example/feed", GUID)
+    feed_server.feed("/feed", rss(guid=GUID))
+    url = feed_server.url("/feed")
+    computed = str(feeds.computed_guid(url))
+    added = add(user, url)
+    assert added is None  # merged away
+    survivor = the_sub(user)
+    assert survivor.pk == existing.pk
+    assert guids(survivor) == {GUID, computed}
+    assert urls(survivor) == {"https://mirror.example/feed", url}
+    assert survivor.is_subscribed
+
+
+def test_a_move_to_a_url_already_the_users_merges_the_two(checks, feed_server, user, add):
+    new = feed_server.url("/new")
+    feed_server.feed("/new", rss())
+    feed_server.redirect("/old", "/new", status=301)
+    checks.FEED_CHECKS_ENABLED = False
+    first = add(user, new)
+    # The earlier one was unsubscribed; the one added now is subscribed: that state wins.
+    subscription_update(user=user, guid=first.guid, change=SubscriptionUpdate(is_subscribed=False))
+    checks.FEED_CHECKS_ENABLED = True
+    old = feed_server.url("/old")
+    add(user, old)
+    survivor = the_sub(user)
+    assert survivor.feed_url == new
+    assert urls(survivor) == {old, new}
+    assert guids(survivor) == {str(feeds.computed_guid(old)), str(feeds.computed_guid(new))}
+    assert survivor.is_subscribed
+
+
+def test_one_fetch_per_interval_for_every_user(checks, feed_server, add, clock):
+    feed_server.feed("/feed", rss(guid=GUID))
+    url = feed_server.url("/feed")
+    alice, bob, carol = UserFactory(), UserFactory(), UserFactory()
+    add(alice, url)
+    add(bob, url)
+    assert feed_server.requests == ["/feed"]
+    assert str(the_sub(alice).guid) == GUID
+    assert str(the_sub(bob).guid) == GUID  # from the stored result, without a fetch
+    clock.advance(seconds=3601)
+    add(carol, url)
+    assert feed_server.requests == ["/feed", "/feed"]
+    assert str(the_sub(carol).guid) == GUID
+
+
+def test_a_fetch_applies_to_every_subscription_of_the_feed(checks, feed_server, user, other_user):
+    url = feed_server.url("/feed")
+    feed_server.feed("/feed", rss(guid=GUID))
+    subscribe(user, url)  # checks sent but not run (the test transaction does not commit)
+    subscribe(other_user, url)
+    feed_check_run(url=url, user_id=user.pk)
+    assert str(the_sub(user).guid) == GUID
+    assert str(the_sub(other_user).guid) == GUID
+    assert feed_server.requests == ["/feed"]
+
+
+def test_a_fetch_under_way_is_left_to_finish(checks, feed_server, user, clock):
+    url = feed_server.url("/feed")
+    FeedCheck.objects.create(key_digest=feeds.feed_key_digest(url), url=url, claimed=clock.now)
+    assert feed_check_run(url=url, user_id=user.pk) == "under way"
+    assert feed_server.requests == []
+
+
+def test_a_stuck_fetch_is_taken_over(checks, feed_server, user, clock, settings):
+    url = feed_server.url("/feed")
+    feed_server.feed("/feed", rss(guid=GUID))
+    FeedCheck.objects.create(key_digest=feeds.feed_key_digest(url), url=url, claimed=clock.now)
+    clock.advance(seconds=settings.CELERY_TASK_TIME_LIMIT + 1)
+    subscribe(user, url)
+    assert feed_check_run(url=url, user_id=user.pk) == FeedCheck.Result.GUID
+    assert str(the_sub(user).guid) == GUID
+
+
+def test_deleted_subscriptions_are_untouched(checks, feed_server, user, other_user, add):
+    url = feed_server.url("/feed")
+    feed_server.feed("/feed", rss(guid=GUID))
+    checks.FEED_CHECKS_ENABLED = False
+    gone = add(user, url)
+    Subscription.objects.filter(pk=gone.pk).update(deleted=clock.now(), is_subscribed=False)
+    checks.FEED_CHECKS_ENABLED = True
+    add(other_user, url)
+    gone.refresh_from_db()
+    assert gone.guid == feeds.computed_guid(url)
+    assert str(the_sub(other_user).guid) == GUID
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda s: s.feed("/feed", BILLION_LAUGHS), "DTD or entities"),
+        (lambda s: s.drip("/feed", every=0.05), "Timed out"),
+        (lambda s: s.feed("/feed", b"gone", status=410), "HTTP 410"),
+    ],
+    ids=["billion-laughs", "slow-drip", "error-status"],
+)
+def test_errors_are_recorded_and_change_nothing(checks, feed_server, user, add, setup, message):
+    setup(feed_server)
+    url = feed_server.url("/feed")
+    sub = add(user, url)
+    assert sub.guid == feeds.computed_guid(url)
+    check = check_of(url)
+    assert check.result == FeedCheck.Result.ERROR
+    assert message in check.error
+
+
+def test_a_huge_feed_is_cut_at_the_cap_and_read(checks, feed_server, user, add):
+    feed_server.huge("/feed", 50 * 1024 * 1024)
+    url = feed_server.url("/feed")
+    sub = add(user, url)
+    assert str(sub.guid) == GUID  # the channel comes first: the cut keeps it
+    check = check_of(url)
+    assert check.result == FeedCheck.Result.GUID
+    assert "cut at 262144 bytes" in check.error
+    assert feed_server.bytes_sent < 20 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "[::1]", "169.254.169.254", "10.0.0.1", "0.0.0.0", "2130706433", "localhost"],
+)
+def test_forbidden_addresses_are_refused_without_a_connection(checks, feed_server, user, add, host):
+    checks.FEED_FETCH_ALLOWED_NETWORKS = []
+    feed_server.feed("/feed", rss(guid=GUID))
+    url = f"http://{host}:{feed_server.port}/feed"
+    sub = add(user, url)
+    assert sub.guid == feeds.computed_guid(url)
+    check = check_of(url)
+    assert check.result == FeedCheck.Result.ERROR
+    assert "may not be fetched" in check.error
+    assert feed_server.connections == 0
+
+
+def test_a_redirect_to_loopback_is_refused(checks, feed_server, user, add):
+    from tests.feedchecks.feedserver import FeedServer
+
+    first = FeedServer("127.0.0.2").start()
+    try:
+        checks.FEED_FETCH_ALLOWED_NETWORKS = ["127.0.0.2/32"]
+        feed_server.feed("/feed", rss(guid=GUID))
+        first.redirect("/feed", feed_server.url("/feed"))
+        sub = add(user, first.url("/feed"))
+        assert sub.feed_url == first.url("/feed")
+        assert "may not be fetched" in check_of(first.url("/feed")).error
+        assert feed_server.connections == 0
+    finally:
+        first.stop()
+
+
+def test_checks_off_fetch_nothing(settings, feed_server, user, add):
+    settings.FEED_CHECKS_ENABLED = False
+    feed_server.feed("/feed", rss(guid=GUID))
+    add(user, feed_server.url("/feed"))
+    assert feed_server.requests == []
+    assert not FeedCheck.objects.exists()

@@ -1,0 +1,282 @@
+"""The SSRF-safe fetcher against a real local HTTP server (OWASP API7)."""
+
+import ipaddress
+import socket
+import time
+
+import pytest
+
+from feedchecks import fetcher
+from tests.feedchecks.feedserver import GUID, FeedServer, rss
+
+LOOPBACK = fetcher.parse_networks(["127.0.0.0/8"])
+
+
+def fetch(url: str, **kwargs):
+    kwargs.setdefault("allowed_networks", LOOPBACK)
+    return fetcher.fetch(url, **kwargs)
+
+
+def test_fetches_a_feed(feed_server):
+    feed_server.feed("/feed", rss(guid=GUID))
+    got = fetch(feed_server.url("/feed"))
+    assert got.body == rss(guid=GUID)
+    assert got.permanent_url is None
+    assert not got.truncated
+
+
+def test_a_chain_of_permanent_redirects_is_a_move(feed_server):
+    feed_server.redirect("/a", feed_server.url("/b"), status=301)
+    feed_server.redirect("/b", "/c", status=308)  # relative Location too
+    feed_server.feed("/c", rss())
+    got = fetch(feed_server.url("/a"))
+    assert got.final_url == got.permanent_url == feed_server.url("/c")
+    assert feed_server.requests == ["/a", "/b", "/c"]
+
+
+def test_a_temporary_hop_ends_the_move_where_it_starts(feed_server):
+    feed_server.redirect("/a", "/b", status=301)
+    feed_server.redirect("/b", "/c", status=302)
+    feed_server.redirect("/c", "/d", status=301)
+    feed_server.feed("/d", rss())
+    got = fetch(feed_server.url("/a"))
+    assert got.final_url == feed_server.url("/d")
+    assert got.permanent_url == feed_server.url("/b")
+
+
+@pytest.mark.parametrize("status", [302, 303, 307])
+def test_temporary_redirects_are_followed_but_are_no_move(feed_server, status):
+    feed_server.redirect("/a", "/b", status=status)
+    feed_server.feed("/b", rss())
+    got = fetch(feed_server.url("/a"))
+    assert got.final_url == feed_server.url("/b")
+    assert got.permanent_url is None
+
+
+def test_at_most_three_redirects(feed_server):
+    for hop in range(4):
+        feed_server.redirect(f"/{hop}", f"/{hop + 1}")
+    feed_server.feed("/4", rss())
+    with pytest.raises(fetcher.FetchError, match="More than 3 redirects"):
+        fetch(feed_server.url("/0"))
+    assert feed_server.requests == ["/0", "/1", "/2", "/3"]
+    feed_server.requests.clear()
+    assert fetch(feed_server.url("/1")).final_url == feed_server.url("/4")
+
+
+def test_an_error_status_is_an_error(feed_server):
+    with pytest.raises(fetcher.FetchError, match="HTTP 404"):
+        fetch(feed_server.url("/missing"))
+
+
+@pytest.mark.parametrize(
+    "location", ["file:///etc/passwd", "ftp://example.com/feed", "gopher://x/"]
+)
+def test_a_redirect_to_another_scheme_is_refused(feed_server, location):
+    feed_server.redirect("/a", location)
+    with pytest.raises(fetcher.FetchError, match="Redirect to a bad URL"):
+        fetch(feed_server.url("/a"))
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/feed", "file:///etc/passwd"])
+def test_only_http_and_https(url):
+    with pytest.raises(fetcher.FetchError, match="Only http and https"):
+        fetch(url)
+
+
+def test_a_50_mb_body_is_cut_at_the_cap(feed_server):
+    feed_server.huge("/big", 50 * 1024 * 1024)
+    started = time.monotonic()
+    got = fetch(feed_server.url("/big"), max_bytes=1024 * 1024)
+    assert got.truncated
+    assert len(got.body) == 1024 * 1024
+    assert time.monotonic() - started < 10
+    time.sleep(0.2)  # let the server notice the client hung up
+    # Socket buffers hold a few MB at most: the rest was never sent, let alone read.
+    assert feed_server.bytes_sent < 20 * 1024 * 1024
+
+
+@pytest.mark.parametrize("headers_too", [False, True], ids=["body", "headers"])
+def test_a_slow_drip_is_cut_at_the_total_timeout(feed_server, headers_too):
+    feed_server.drip("/drip", headers_too=headers_too, every=0.05)
+    started = time.monotonic()
+    with pytest.raises(fetcher.FetchError, match="Timed out"):
+        fetch(feed_server.url("/drip"), connect_timeout=1, total_timeout=1.5)
+    assert time.monotonic() - started < 3
+
+
+def test_a_connect_timeout():
+    # A documentation address that goes nowhere, allowed for the test: the connect times out.
+    started = time.monotonic()
+    with pytest.raises(fetcher.FetchError):
+        fetcher.fetch(
+            "http://192.0.2.1/feed",
+            allowed_networks=fetcher.parse_networks(["192.0.2.0/24"]),
+            connect_timeout=0.5,
+            total_timeout=5,
+        )
+    assert time.monotonic() - started < 2.5
+
+
+# --- forbidden addresses ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "localhost",
+        "0.0.0.0",
+        "0",
+        "2130706433",  # 127.0.0.1 as one decimal number
+        "0x7f000001",  # ... in hex
+        "017700000001",  # ... in octal
+        "0177.0.0.1",
+        "127.1",
+        "[::ffff:127.0.0.1]",  # IPv4-mapped
+        "[::ffff:7f00:1]",
+    ],
+)
+def test_loopback_in_any_spelling_is_refused_without_a_connection(feed_server, host):
+    feed_server.feed("/feed", rss(guid=GUID))
+    with pytest.raises(fetcher.ForbiddenAddress):
+        fetcher.fetch(f"http://{host}:{feed_server.port}/feed")
+    assert feed_server.connections == 0
+
+
+def test_ipv6_loopback_is_refused_without_a_connection():
+    server = FeedServer("::1").start()
+    try:
+        server.feed("/feed", rss(guid=GUID))
+        with pytest.raises(fetcher.ForbiddenAddress):
+            fetcher.fetch(server.url("/feed"))
+        assert server.connections == 0
+        # The same server is reachable when allowed: the refusal was the check's.
+        assert fetcher.fetch(
+            server.url("/feed"), allowed_networks=fetcher.parse_networks(["::1/128"])
+        ).body
+        assert server.connections == 1
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def no_connections(monkeypatch):
+    """Record every connection attempt, and make none."""
+    made = []
+
+    def connect(*args, **kwargs):
+        made.append(args)
+        raise ConnectionRefusedError("no connections in this test")
+
+    monkeypatch.setattr(socket, "create_connection", connect)
+    return made
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",  # cloud metadata
+        "http://10.0.0.1/feed",
+        "http://172.16.0.1/feed",
+        "http://192.168.1.1/feed",
+        "http://100.64.0.1/feed",  # carrier-grade NAT
+        "http://224.0.0.1/feed",  # multicast
+        "http://240.0.0.1/feed",  # reserved
+        "http://255.255.255.255/feed",
+        "http://[fe80::1]/feed",  # link-local
+        "http://[fc00::1]/feed",  # unique local
+        "http://[ff02::1]/feed",  # multicast
+        "http://[::]/feed",
+        "http://[::ffff:169.254.169.254]/feed",
+        "http://[64:ff9b::a00:1]/feed",  # NAT64 of 10.0.0.1
+        "http://[2002:a00:1::]/feed",  # 6to4 of 10.0.0.1
+        "https://10.0.0.1/feed",
+    ],
+)
+def test_private_addresses_are_refused_without_a_connection(no_connections, url):
+    with pytest.raises(fetcher.ForbiddenAddress):
+        fetcher.fetch(url)
+    assert no_connections == []
+
+
+def test_a_redirect_to_loopback_is_refused_without_a_connection():
+    # The first hop is allowed (127.0.0.2 only); it redirects to 127.0.0.1, which is not.
+    target = FeedServer("127.0.0.1").start()
+    first = FeedServer("127.0.0.2").start()
+    try:
+        target.feed("/feed", rss(guid=GUID))
+        first.redirect("/feed", target.url("/feed"))
+        with pytest.raises(fetcher.ForbiddenAddress):
+            fetcher.fetch(
+                first.url("/feed"), allowed_networks=fetcher.parse_networks(["127.0.0.2/32"])
+            )
+        assert first.connections == 1
+        assert target.connections == 0
+    finally:
+        first.stop()
+        target.stop()
+
+
+def fake_dns(monkeypatch, addresses):
+    def getaddrinfo(host, port, *args, **kwargs):
+        return [
+            (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+            for a in addresses
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def test_a_name_with_any_private_address_is_refused(monkeypatch, no_connections):
+    fake_dns(monkeypatch, ["93.184.216.34", "10.0.0.1"])
+    with pytest.raises(fetcher.ForbiddenAddress, match=r"10\.0\.0\.1"):
+        fetcher.fetch("http://feeds.example.com/rss")
+    assert no_connections == []
+
+
+def test_the_connection_goes_to_the_checked_address(monkeypatch, no_connections):
+    """Resolved once: the address checked is the address connected to (no DNS rebinding)."""
+    fake_dns(monkeypatch, ["93.184.216.34"])
+    with pytest.raises(fetcher.FetchError):
+        fetcher.fetch("http://feeds.example.com/rss")
+    assert no_connections == [(("93.184.216.34", 80),)]
+
+
+def test_the_host_header_names_the_host(feed_server, monkeypatch):
+    seen = []
+
+    def route(handler):
+        seen.append(handler.headers["Host"])
+        handler.send_response(200)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+
+    feed_server.routes["/feed"] = route
+    fake_dns(monkeypatch, ["127.0.0.1"])
+    fetch(f"http://feeds.example.com:{feed_server.port}/feed")
+    assert seen == [f"feeds.example.com:{feed_server.port}"]
+
+
+@pytest.mark.parametrize(
+    ("address", "allowed"),
+    [
+        ("93.184.216.34", True),
+        ("2606:2800:220:1:248:1893:25c8:1946", True),
+        ("127.0.0.1", False),
+        ("0.0.0.0", False),
+        ("::1", False),
+        ("::ffff:10.0.0.1", False),
+        ("::ffff:93.184.216.34", False),  # every IPv4-mapped form is refused
+        ("169.254.169.254", False),
+    ],
+)
+def test_address_allowed(address, allowed):
+    assert fetcher.address_allowed(ipaddress.ip_address(address)) is allowed
+
+
+def test_the_allowlist_opens_only_what_it_names():
+    allowed = fetcher.parse_networks(["127.0.0.0/8", " "])
+    assert fetcher.address_allowed(ipaddress.ip_address("127.0.0.5"), allowed)
+    assert not fetcher.address_allowed(ipaddress.ip_address("10.0.0.1"), allowed)
+    assert not fetcher.address_allowed(ipaddress.ip_address("::1"), allowed)
