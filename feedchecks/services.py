@@ -31,26 +31,37 @@ logger = logging.getLogger(__name__)
 
 
 def feed_checks_request(*, user_id: int, urls: Iterable[str]) -> None:
-    """Have each feed URL checked once the current transaction commits (one task per feed)."""
+    """Have each feed URL checked once the current transaction commits.
+
+    One message per request, however many feeds it added: a worker fans it out into one task
+    per feed (feed_checks_send), so a first sync of 500 feeds does not wait for 500 sends.
+    """
     if not settings.FEED_CHECKS_ENABLED:
         return
     by_digest = {feeds.feed_key_digest(url): url for url in urls}
     if by_digest:
         urls = sorted(by_digest.values())
-        transaction.on_commit(partial(feed_checks_send, user_id=user_id, urls=urls))
+        transaction.on_commit(partial(_send_batch, user_id=user_id, urls=urls))
 
 
-def feed_checks_send(*, user_id: int, urls: list[str]) -> None:
-    """Send the checks. A broker that cannot be reached loses them, logged: a check is an
-    improvement, not a promise, and the next add of the feed asks again."""
+def _send_batch(*, user_id: int, urls: list[str]) -> None:
+    """A broker that cannot be reached loses the checks, logged: a check is an improvement,
+    not a promise, and the next add of the feed asks again."""
+    from feedchecks.tasks import check_feeds
+
+    try:
+        check_feeds.delay(urls, user_id)
+    except Exception:  # whatever the broker client raised
+        logger.warning("Could not send feed checks for user %s", user_id, exc_info=True)
+
+
+def feed_checks_send(*, user_id: int, urls: list[str]) -> int:
+    """Send one check task per feed URL (in a worker); returns how many were sent."""
     from feedchecks.tasks import check_feed
 
     for url in urls:
-        try:
-            check_feed.delay(url, user_id)
-        except Exception:  # whatever the broker client raised: stop, do not wait once per URL
-            logger.warning("Could not send feed checks for user %s", user_id, exc_info=True)
-            return
+        check_feed.delay(url, user_id)
+    return len(urls)
 
 
 def _claim(key_digest: str) -> bool:

@@ -10,6 +10,11 @@ from feedchecks import services
 TRANSIENT = (OperationalError, InterfaceError)
 
 
+@shared_task(queue="feeds", acks_late=True, reject_on_worker_lost=True)
+def check_feeds(urls: list[str], user_id: int) -> int:
+    return services.feed_checks_send(urls=urls, user_id=user_id)
+
+
 @shared_task(
     queue="feeds",
     acks_late=True,

@@ -131,11 +131,15 @@ class Worker:
         self.env, self.log = env, log
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, concurrency: int = 2, *, beat: bool = True, name: str = "") -> "Worker":
+    def start(
+        self, concurrency: int = 2, *, beat: bool = True, name: str = "", queues: str = ""
+    ) -> "Worker":
         schedule = self.log.with_suffix(".schedule")
         options = ["-B", "--schedule", str(schedule)] if beat else []
         if name:
             options += ["--hostname", f"{name}@%h"]
+        if queues:
+            options += ["--queues", queues]
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "config", "worker", *options,

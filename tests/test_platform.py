@@ -390,7 +390,7 @@ def test_celery_settings_make_a_lost_task_impossible():
     """product.md section 10 / issue 3: late ack, reject on worker loss, prefetch 1, limits."""
     from config.celery import app
     from deletions.tasks import process_deletion
-    from feedchecks.tasks import check_feed
+    from feedchecks.tasks import check_feed, check_feeds
 
     conf = app.conf
     assert conf.task_acks_late is True
@@ -402,6 +402,7 @@ def test_celery_settings_make_a_lost_task_impossible():
     assert {queue.name for queue in conf.task_queues} == {"celery", "deletions", "feeds"}
     assert getattr(process_deletion, "queue", None) == "deletions"
     assert getattr(check_feed, "queue", None) == "feeds"
+    assert getattr(check_feeds, "queue", None) == "feeds"
     assert "sweep-deletions" in conf.beat_schedule
 
 
