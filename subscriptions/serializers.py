@@ -6,7 +6,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import RawStringField, StrictBooleanField, StrictCharField, TimestampField
+from config.api.fields import (
+    RawStringField,
+    StrictBooleanField,
+    StrictCharField,
+    TimestampField,
+    format_timestamp,
+)
 from config.api.serializers import OmitNoneSerializer
 from subscriptions import feeds
 
@@ -75,19 +81,23 @@ class SubscriptionSerializer(OmitNoneSerializer):
     guid_changed = TimestampField(required=False)
     deleted = TimestampField(required=False)
 
+    # Built by hand: the fields above describe it for the schema, but running them for each of
+    # a page's items took a sixth of a list request. A test compares the two.
     def to_representation(self, instance: Any) -> dict[str, Any]:
         sub, asked = instance
-        return super().to_representation(
-            {
-                "feed_url": sub.feed_url,
-                "guid": asked,
-                "is_subscribed": sub.is_subscribed,
-                "subscription_changed": sub.subscription_changed,
-                "new_guid": sub.guid if sub.guid != asked else None,
-                "guid_changed": sub.guid_changed,
-                "deleted": sub.deleted,
-            }
-        )
+        item = {
+            "feed_url": sub.feed_url,
+            "guid": str(asked),
+            "is_subscribed": sub.is_subscribed,
+            "subscription_changed": format_timestamp(sub.subscription_changed),
+        }
+        if sub.guid != asked:
+            item["new_guid"] = str(sub.guid)
+        if sub.guid_changed is not None:
+            item["guid_changed"] = format_timestamp(sub.guid_changed)
+        if sub.deleted is not None:
+            item["deleted"] = format_timestamp(sub.deleted)
+        return item
 
 
 class UpdateRequestSerializer(serializers.Serializer):
