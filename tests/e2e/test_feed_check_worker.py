@@ -1,0 +1,49 @@
+"""Feed checks end to end: adds over the API, one message on a real Redis, a real Celery worker
+fetching feeds from a local server and changing the subscriptions (README "Feed identity")."""
+
+from collections.abc import Iterator
+
+import pytest
+
+from feedchecks.models import FeedCheck
+from subscriptions.models import Subscription
+from tests.feedchecks.feedserver import GUID, FeedServer, rss
+from tests.helpers import wait_until
+
+
+@pytest.fixture
+def feed_server() -> Iterator[FeedServer]:
+    server = FeedServer().start()
+    yield server
+    server.stop()
+
+
+def test_a_worker_learns_each_added_feeds_guid_and_move(api, worker_factory, settings, feed_server):
+    settings.FEED_CHECKS_ENABLED = True
+    feed_server.feed("/guid", rss(guid=GUID))
+    feed_server.redirect("/old", feed_server.url("/new"), status=308)
+    feed_server.feed("/new", rss())
+    feed_server.feed("/plain", rss())
+    worker = worker_factory(FEED_FETCH_ALLOWED_NETWORKS="127.0.0.0/8")
+
+    # A guid the client sent is authoritative: that feed is not fetched.
+    sent = "2d8bb39b-8d34-48d4-b223-a0d01eb27d71"
+    entries = [{"feed_url": feed_server.url(path)} for path in ("/guid", "/old")]
+    entries.append({"feed_url": feed_server.url("/plain"), "guid": sent})
+
+    response = api.post("/v1/subscriptions", {"subscriptions": entries}, format="json")
+
+    assert response.status_code == 200, response.content
+    computed, moved, _ = (entry["guid"] for entry in response.json()["success"])
+
+    def learned() -> bool:
+        by_computed = api.get(f"/v1/subscriptions/{computed}").json()
+        by_moved = api.get(f"/v1/subscriptions/{moved}").json()
+        return by_computed.get("new_guid") == GUID and by_moved["feed_url"] == feed_server.url(
+            "/new"
+        )
+
+    wait_until(learned, 60, worker.output)
+    assert sorted(feed_server.requests) == ["/guid", "/new", "/old"]
+    assert FeedCheck.objects.count() == 2
+    assert str(Subscription.objects.get(feed_url=feed_server.url("/plain")).guid) == sent
