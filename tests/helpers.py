@@ -89,3 +89,13 @@ def at_once(*calls: Callable[[], T]) -> list[T]:
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:
         futures = [pool.submit(run, call) for call in calls]
         return [future.result(timeout=60) for future in futures]
+
+
+def billion_laughs(document: str, *, levels: int = 9) -> bytes:
+    """`document` (which uses `&lolN;`, N = levels) after a DTD whose entity expands tenfold per
+    level: 10**levels "lol"s from a few hundred bytes, if a parser ever expanded it."""
+    entities = ['<!ENTITY lol0 "lol">'] + [
+        f'<!ENTITY lol{n} "{f"&lol{n - 1};" * 10}">' for n in range(1, levels + 1)
+    ]
+    dtd = "<!DOCTYPE lolz [\n " + "\n ".join(entities) + "\n]>"
+    return f'<?xml version="1.0"?>\n{dtd}\n{document}'.encode()

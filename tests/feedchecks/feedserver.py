@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.helpers import billion_laughs
+
 Route = Callable[[http.server.BaseHTTPRequestHandler], None]
 
 GUID = "917393e3-1b1e-5cef-ace4-edaa54e1f810"
@@ -29,22 +31,11 @@ def rss(
     ).encode()
 
 
-BILLION_LAUGHS = b"""<?xml version="1.0"?>
-<!DOCTYPE lolz [
- <!ENTITY lol "lol">
- <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
- <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
- <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
- <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
- <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
- <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
- <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
- <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
- <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
-]>
-<rss version="2.0" xmlns:podcast="https://podcastindex.org/namespace/1.0">
-<channel><title>&lol9;</title><podcast:guid>917393e3-1b1e-5cef-ace4-edaa54e1f810</podcast:guid>
-</channel></rss>"""
+BILLION_LAUGHS = billion_laughs(
+    '<rss version="2.0" xmlns:podcast="https://podcastindex.org/namespace/1.0">\n'
+    f"<channel><title>&lol9;</title><podcast:guid>{GUID}</podcast:guid>\n"
+    "</channel></rss>"
+)
 
 
 class FeedServer:

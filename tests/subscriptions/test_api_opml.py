@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from deletions.models import Deletion
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 from subscriptions.services import SubscriptionUpdate, subscription_update
-from tests.helpers import assert_error, subscribe
+from tests.helpers import assert_error, billion_laughs, subscribe
 
 PATH = "/v1/subscriptions.opml"
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "opml"
@@ -325,15 +325,10 @@ def test_an_empty_body_element_adds_nothing(api, user):
     assert response.json() == {"success": [], "failure": []}
 
 
-BILLION_LAUGHS = b"""<?xml version="1.0"?>
-<!DOCTYPE lolz [
- <!ENTITY lol "lol">
- <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
- <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
- <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
- <!ENTITY lol9 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
-]>
-<opml version="2.0"><body><outline text="&lol9;" xmlUrl="https://a.example/f"/></body></opml>"""
+BILLION_LAUGHS = billion_laughs(
+    '<opml version="2.0"><body><outline text="&lol4;" xmlUrl="https://a.example/f"/></body></opml>',
+    levels=4,
+)
 
 EXTERNAL_ENTITY = b"""<?xml version="1.0"?>
 <!DOCTYPE opml [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
