@@ -253,7 +253,7 @@ def test_forged_refresh_token_is_401(anon, member):
 
 
 def test_unsigned_refresh_token_is_401(anon, member):
-    unsigned = jwt.encode(refresh_claims(member), key=None, algorithm="none")
+    unsigned = jwt.encode(refresh_claims(member), key="", algorithm="none")
 
     assert_unauthorized(refresh(anon, unsigned))
 

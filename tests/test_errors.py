@@ -151,7 +151,7 @@ def expired(user: Any) -> str:
 
 def unsigned(user: Any) -> str:
     payload = jwt.decode(signed_token(user), options={"verify_signature": False})
-    return jwt.encode(payload, key=None, algorithm="none")
+    return jwt.encode(payload, key="", algorithm="none")
 
 
 def tampered(user: Any) -> str:

@@ -2,9 +2,11 @@
 
 import ipaddress
 import socket
+import ssl
 import time
 
 import pytest
+import trustme
 
 from feedchecks import fetcher
 from tests.feedchecks.feedserver import GUID, FeedServer, rss
@@ -280,3 +282,60 @@ def test_the_allowlist_opens_only_what_it_names():
     assert fetcher.address_allowed(ipaddress.ip_address("127.0.0.5"), allowed)
     assert not fetcher.address_allowed(ipaddress.ip_address("10.0.0.1"), allowed)
     assert not fetcher.address_allowed(ipaddress.ip_address("::1"), allowed)
+
+
+# --- https: the pinned address, SNI and the certificate checked against the host name ---------
+
+
+class TlsFeedServer(FeedServer):
+    """A FeedServer speaking TLS with certificates from `ca`; records the SNI names it gets."""
+
+    def __init__(self, ca: trustme.CA):
+        super().__init__()
+        self.ca = ca
+        self.names: list[str] = []
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context.sni_callback = self._remember
+        self.server.socket = self.context.wrap_socket(self.server.socket, server_side=True)
+
+    def _remember(self, sock: ssl.SSLObject, name: str, context: ssl.SSLContext) -> None:
+        self.names.append(name)
+
+    def issue(self, name: str) -> None:
+        self.ca.issue_cert(name).configure_cert(self.context)
+
+
+@pytest.fixture
+def tls_feed_server(monkeypatch, tmp_path):
+    """On 127.0.0.1, with certificates from a CA that only this test trusts."""
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))  # read by ssl.create_default_context()
+    server = TlsFeedServer(ca)
+    server.start()
+    yield server
+    server.stop()
+
+
+LOCALHOST = fetcher.parse_networks(["127.0.0.0/8", "::1/128"])
+
+
+def test_https_reaches_the_checked_address_with_sni_and_a_checked_certificate(tls_feed_server):
+    tls_feed_server.issue("localhost")
+    tls_feed_server.feed("/feed", rss(guid=GUID))
+
+    got = fetch(f"https://localhost:{tls_feed_server.port}/feed", allowed_networks=LOCALHOST)
+
+    assert got.body == rss(guid=GUID)
+    assert "localhost" in tls_feed_server.names
+
+
+def test_https_with_a_certificate_for_another_name_is_refused(tls_feed_server):
+    tls_feed_server.issue("feeds.example")
+    tls_feed_server.feed("/feed", rss(guid=GUID))
+
+    with pytest.raises(fetcher.FetchError, match="certificate"):
+        fetch(f"https://localhost:{tls_feed_server.port}/feed", allowed_networks=LOCALHOST)
+
+    assert tls_feed_server.requests == []
