@@ -3,12 +3,9 @@
 from typing import Any
 
 from celery import Task, shared_task
-from django.db import InterfaceError, OperationalError
 
+from config.celery import TRANSIENT_DATABASE_ERRORS
 from deletions import services
-
-# Errors worth another try: the database went away, a deadlock, a serialization failure.
-TRANSIENT = (OperationalError, InterfaceError)
 
 
 class DeletionTask(Task):
@@ -27,7 +24,7 @@ class DeletionTask(Task):
     queue="deletions",
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
+    autoretry_for=TRANSIENT_DATABASE_ERRORS,
     max_retries=5,
     retry_backoff=1,
     retry_backoff_max=60,

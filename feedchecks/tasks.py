@@ -1,13 +1,9 @@
 """Celery tasks of feed checks: thin wrappers that take a feed URL and a user id."""
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
+from config.celery import TRANSIENT_DATABASE_ERRORS
 from feedchecks import services
-
-# Errors worth another try: the database went away, a deadlock, a serialization failure. A
-# feed that cannot be fetched is not retried: that is recorded as the check's result.
-TRANSIENT = (OperationalError, InterfaceError)
 
 
 @shared_task(queue="feeds", acks_late=True, reject_on_worker_lost=True)
@@ -15,11 +11,12 @@ def check_feeds(urls: list[str], user_id: int) -> int:
     return services.feed_checks_send(urls=urls, user_id=user_id)
 
 
+# Retried on database errors only: a feed that cannot be fetched is the check's result.
 @shared_task(
     queue="feeds",
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT,
+    autoretry_for=TRANSIENT_DATABASE_ERRORS,
     max_retries=3,
     retry_backoff=1,
     retry_backoff_max=60,
