@@ -2,12 +2,14 @@
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
+from config.auth import active_users
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 
@@ -103,7 +105,8 @@ admin.site.unregister(User)
 class AccountAdmin(UserAdmin):
     """Django's user admin (create, reset password, deactivate) with subscription counts.
 
-    Deactivating stops the account at once: its access tokens and refresh tokens are refused.
+    Deactivating stops the account: its refresh tokens are refused at once, its access tokens
+    within `AUTH_USER_CACHE_SECONDS` (the web processes' cache of active users).
     """
 
     list_display = [
@@ -139,8 +142,16 @@ class AccountAdmin(UserAdmin):
     @admin.action(description="Deactivate selected users (they can no longer log in)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet) -> None:
         # Not oneself: a staff member locking themselves out by a slip of the checkbox.
-        changed = queryset.exclude(pk=request.user.pk).update(is_active=False)
-        self.message_user(request, f"Deactivated {changed} user(s).", messages.SUCCESS)
+        leaving = queryset.exclude(pk=request.user.pk)
+        ids = list(leaving.values_list("pk", flat=True))
+        changed = leaving.update(is_active=False)
+        active_users.forget(ids)  # update() sends no signal
+        self.message_user(
+            request,
+            f"Deactivated {changed} user(s). Their access tokens stop working within "
+            f"{settings.AUTH_USER_CACHE_SECONDS} seconds.",
+            messages.SUCCESS,
+        )
 
     @admin.action(description="Activate selected users")
     def activate(self, request: HttpRequest, queryset: QuerySet) -> None:

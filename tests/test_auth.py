@@ -9,6 +9,7 @@ from typing import Any
 import jwt
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import override_settings
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
@@ -51,6 +52,78 @@ def bearer(token: str) -> APIClient:
 
 def parse_timestamp(value: str) -> datetime:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+# --- The access token's user: checked, and remembered for a while (issue 6) ---------------------
+
+
+@pytest.fixture
+def member_client(member: Any) -> APIClient:
+    return bearer(str(RefreshToken.for_user(member).access_token))
+
+
+def deactivated_elsewhere(user: Any) -> None:
+    """As another web process would see it: update() sends no signal to this one."""
+    get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+
+
+def test_a_remembered_user_is_not_read_again(member_client, django_assert_num_queries):
+    with django_assert_num_queries(2) as first:  # the user, the list's count
+        assert member_client.get("/v1/subscriptions").status_code == 200
+    with django_assert_num_queries(1) as second:  # the list's count
+        assert member_client.get("/v1/subscriptions").status_code == 200
+
+    assert "auth_user" in first.captured_queries[0]["sql"]
+    assert "auth_user" not in second.captured_queries[0]["sql"]
+
+
+@override_settings(AUTH_USER_CACHE_SECONDS=1)
+def test_a_deactivation_elsewhere_takes_effect_within_the_cache_lifetime(member, member_client):
+    assert member_client.get("/v1/subscriptions").status_code == 200
+
+    deactivated_elsewhere(member)
+    remembered = member_client.get("/v1/subscriptions")
+    time.sleep(1.1)
+    expired = member_client.get("/v1/subscriptions")
+
+    assert remembered.status_code == 200
+    assert_unauthorized(expired)
+
+
+@override_settings(AUTH_USER_CACHE_SECONDS=0)
+def test_without_the_cache_a_deactivation_takes_effect_at_once(member, member_client):
+    assert member_client.get("/v1/subscriptions").status_code == 200
+
+    deactivated_elsewhere(member)
+
+    assert_unauthorized(member_client.get("/v1/subscriptions"))
+
+
+def test_a_deactivation_in_this_process_takes_effect_at_once(member, member_client):
+    assert member_client.get("/v1/subscriptions").status_code == 200
+
+    member.is_active = False
+    member.save()
+
+    assert_unauthorized(member_client.get("/v1/subscriptions"))
+
+
+def test_a_removed_users_token_is_refused_at_once(member, member_client):
+    assert member_client.get("/v1/subscriptions").status_code == 200
+
+    member.delete()
+
+    assert_unauthorized(member_client.get("/v1/subscriptions"))
+
+
+def test_an_inactive_user_is_not_remembered(member, member_client):
+    member.is_active = False
+    member.save()
+    assert_unauthorized(member_client.get("/v1/subscriptions"))
+
+    get_user_model().objects.filter(pk=member.pk).update(is_active=True)
+
+    assert member_client.get("/v1/subscriptions").status_code == 200
 
 
 # --- Login ------------------------------------------------------------------------------------

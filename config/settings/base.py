@@ -183,6 +183,10 @@ SIMPLE_JWT = {
     "UPDATE_LAST_LOGIN": True,
     "AUTH_HEADER_TYPES": ("Bearer",),
 }
+# How long a web process trusts that a token's user is still active before reading it again
+# (config.auth.active_users): a deactivation reaches every process within this; 0 reads it on
+# every request.
+AUTH_USER_CACHE_SECONDS = env.int("AUTH_USER_CACHE_SECONDS", default=10)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Open Podcast API: subscriptions",
