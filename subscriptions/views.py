@@ -1,5 +1,6 @@
 """The /v1/subscriptions endpoints: each action validates, calls one service, serializes."""
 
+import functools
 import uuid
 from collections.abc import Iterable
 
@@ -106,10 +107,14 @@ class SubscriptionViewSet(viewsets.ViewSet):
         paginator = self.pagination_class()
         reject_unknown(request, ["since", "page", "per_page"])
         since = query_param(request, "since")
-        found = selectors.subscription_list(
-            user=request.user, since=None if since is None else parse_timestamp("since", since)
+        page = paginator.paginate(
+            functools.partial(
+                selectors.subscription_list,
+                user=request.user,
+                since=None if since is None else parse_timestamp("since", since),
+            ),
+            request,
         )
-        page = paginator.paginate_queryset(found, request, view=self)
         items = SubscriptionSerializer([(sub, sub.listed_guid) for sub in page], many=True)
         return paginator.get_paginated_response(items.data)
 

@@ -1,13 +1,14 @@
 """Pages as the OPA lists them: {total, page, per_page, next, previous, <items>}.
 
 DRF's page-number pagination with the OPA's names, strict parameters (a bad one is a 405 that
-names it, never a silent default), and a page past the end that is empty rather than a 404.
+names it, never a silent default), and a page past the end that is empty rather than a 404. A
+page and the total come from one call, so that a selector can read both in one query.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.core.paginator import Page, Paginator
 from rest_framework import pagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,31 +16,36 @@ from rest_framework.utils.urls import replace_query_param
 
 from config.api.params import MAX_INTEGER, parse_integer, query_param
 
+Fetch = Callable[..., tuple[int, list[Any]]]
+
 
 class OpaPagination(pagination.PageNumberPagination):
     page_size = 50
     page_size_query_param = "per_page"
     items_key = "results"
-    page: Page[Any]
     request: Request
+    total: int
+    number: int
+    size: int
 
     @property
     def max_page_size(self) -> int:  # type: ignore[override]
         return int(settings.MAX_PAGE_SIZE)
 
-    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
-        """Any `queryset` with count() and slicing will do."""
+    def paginate(self, fetch: Fetch, request: Request) -> list[Any]:
+        """The asked page's items, from `fetch(offset=, limit=)` answering (total, items)."""
         self.request = request
-        paginator = Paginator(queryset, self.get_page_size(request))
-        number = self.get_page_number(request, paginator)
-        if number <= paginator.num_pages:  # at least 1: an empty list has one empty page
-            self.page = paginator.page(number)
-        else:
-            # The count is known by now: past the end, there is nothing to fetch.
-            self.page = Page([], number, paginator)
-        return list(self.page)
+        self.size = self.get_page_size(request)
+        self.number = self.get_page_number(request)
+        self.total, items = fetch(offset=(self.number - 1) * self.size, limit=self.size)
+        return items
 
-    def get_page_number(self, request: Request, paginator: Paginator) -> int:
+    @property
+    def last_page(self) -> int:
+        """The last page with items; 1 when there are none (an empty list has one empty page)."""
+        return max(1, -(-self.total // self.size))
+
+    def get_page_number(self, request: Request, paginator: Any = None) -> int:
         value = query_param(request, self.page_query_param)
         return 1 if value is None else parse_integer(self.page_query_param, value)
 
@@ -50,26 +56,22 @@ class OpaPagination(pagination.PageNumberPagination):
         return parse_integer(self.page_size_query_param, value, maximum=self.max_page_size)
 
     def get_paginated_response(self, data: Any) -> Response:
-        body: dict[str, Any] = {
-            "total": self.page.paginator.count,
-            "page": self.page.number,
-            "per_page": self.page.paginator.per_page,
-        }
+        body: dict[str, Any] = {"total": self.total, "page": self.number, "per_page": self.size}
         links = {"next": self.get_next_link(), "previous": self.get_previous_link()}
         body.update((name, link) for name, link in links.items() if link is not None)
         body[self.items_key] = data
         return Response(body)
 
     def get_next_link(self) -> str | None:
-        if self.page.number >= self.page.paginator.num_pages:
+        if self.number >= self.last_page:
             return None
-        return self._link(self.page.number + 1)
+        return self._link(self.number + 1)
 
     def get_previous_link(self) -> str | None:
         # Past the end, "previous" leads back to the last page that has items.
-        if self.page.number == 1 or self.page.paginator.count == 0:
+        if self.number == 1 or self.total == 0:
             return None
-        return self._link(min(self.page.number - 1, self.page.paginator.num_pages))
+        return self._link(min(self.number - 1, self.last_page))
 
     def _link(self, number: int) -> str:
         return replace_query_param(self.request.build_absolute_uri(), self.page_query_param, number)

@@ -1,0 +1,135 @@
+"""The embedded default (`make run`: SQLite, tasks in-process) serving the API over HTTP.
+
+The rest of the suite runs on PostgreSQL; the reads written out in SQL must answer the same on
+SQLite, which stores UUIDs and timestamps as text.
+"""
+
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import servers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]:
+    """`make run`'s steps on a fresh SQLite file: the port, and the staff password printed."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "DEBUG": "true",
+        "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('embedded') / 'db.sqlite3'}",
+    }
+
+    def manage(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        return done.stdout
+
+    manage("migrate", "--noinput")
+    password = re.search(r"with password: (\S+)", manage("ensure_staff"))[1]  # type: ignore[index]
+    port = servers.free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while call(port, "GET", "/health")[0] != 200:
+            assert server.poll() is None, "runserver stopped"
+            assert time.monotonic() < deadline, "runserver did not answer"
+            time.sleep(0.2)
+        yield port, password
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def call(
+    port: int, method: str, path: str, body: Any = None, token: str | None = None
+) -> tuple[int, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        conn.request(method, path, None if body is None else json.dumps(body), headers)
+        response = conn.getresponse()
+        payload = response.read()
+    except OSError:
+        return 0, None
+    finally:
+        conn.close()
+    return response.status, json.loads(payload) if payload else None
+
+
+def test_the_embedded_default_serves_a_sync(service):
+    port, password = service
+    status, tokens = call(
+        port, "POST", "/v1/auth/login", {"username": "admin", "password": password}
+    )
+    assert status == 200, tokens
+    token = tokens["access_token"]
+
+    feeds = [{"feed_url": f"https://example.com/{i}.xml"} for i in range(5)]
+    status, added = call(port, "POST", "/v1/subscriptions", {"subscriptions": feeds}, token)
+    assert status == 200, added
+    assert len(added["success"]) == 5, added
+    first = added["success"][0]
+    since = first["subscription_changed"]
+    time.sleep(0.01)
+
+    new_guid = str(uuid.uuid4())
+    status, changed = call(
+        port, "PATCH", f"/v1/subscriptions/{first['guid']}", {"new_guid": new_guid}, token
+    )
+    assert status == 200, changed
+    status, got = call(port, "GET", f"/v1/subscriptions/{first['guid']}", token=token)
+    assert status == 200, got
+    assert got == {
+        "feed_url": "https://example.com/0.xml",
+        "guid": first["guid"],
+        "is_subscribed": True,
+        "subscription_changed": since,
+        "new_guid": new_guid,
+        "guid_changed": changed["guid_changed"],
+    }
+
+    status, page = call(port, "GET", "/v1/subscriptions?per_page=2&page=3", token=token)
+    assert status == 200, page
+    assert (page["total"], page["page"], page["per_page"]) == (5, 3, 2)
+    assert [item["feed_url"] for item in page["subscriptions"]] == ["https://example.com/4.xml"]
+    assert "next" not in page
+    assert page["previous"].endswith("page=2&per_page=2")
+
+    status, changed_since = call(
+        port, "GET", f"/v1/subscriptions?since={since.replace('+', '%2B')}", token=token
+    )
+    assert status == 200, changed_since
+    assert changed_since["total"] == 1
+    [item] = changed_since["subscriptions"]
+    assert (item["guid"], item["new_guid"]) == (first["guid"], new_guid)
+
+    status, deletion = call(port, "DELETE", f"/v1/subscriptions/{new_guid}", token=token)
+    assert status == 202, deletion
+    deadline = time.monotonic() + 30
+    while (state := call(port, "GET", f"/v1/deletions/{deletion['deletion_id']}", token=token))[1][
+        "status"
+    ] != "SUCCESS":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.1)
+    assert call(port, "GET", f"/v1/subscriptions/{first['guid']}", token=token)[0] == 410
