@@ -19,10 +19,24 @@ from rest_framework import throttling
 from rest_framework.exceptions import Throttled
 
 
+# A script runs atomically: were the key to expire between INCR and PEXPIRE, a counter that
+# never expires could be left. One command, one reply: a MULTI/EXEC of the same took twice the
+# time to send and read back.
+_COUNT = """
+local count = redis.call('INCR', KEYS[1])
+local left = redis.call('PTTL', KEYS[1])
+if left < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+    left = tonumber(ARGV[1])
+end
+return {count, left}
+"""
+
+
 @cache
-def _redis() -> redis.Redis:
+def _counter() -> Any:
     # One client per process, made on first use: after gunicorn's fork, never before it.
-    return redis.Redis.from_url(settings.REDIS_CACHE_URL)
+    return redis.Redis.from_url(settings.REDIS_CACHE_URL).register_script(_COUNT)
 
 
 def count_request(key: str, seconds: int) -> tuple[int, float]:
@@ -31,14 +45,8 @@ def count_request(key: str, seconds: int) -> tuple[int, float]:
     Returns the window's count so far and the seconds left until it closes.
     """
     if settings.REDIS_CACHE_URL:
-        # MULTI/EXEC: were the key to expire between SET and INCR, INCR would make a counter
-        # that never expires.
-        pipe = _redis().pipeline(transaction=True)
-        pipe.set(key, 0, ex=seconds, nx=True)
-        pipe.incr(key)
-        pipe.pttl(key)
-        _, count, left_ms = pipe.execute()
-        return int(count), max(left_ms, 0) / 1000
+        count, left_ms = _counter()(keys=[key], args=[seconds * 1000])
+        return int(count), max(int(left_ms), 0) / 1000
     now = time.time()
     django_cache.add(f"{key}:opened", now, seconds)
     django_cache.add(key, 0, seconds)

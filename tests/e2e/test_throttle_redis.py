@@ -15,11 +15,11 @@ def redis_cache(redis_server, settings):
     if redis_server.process is None:
         redis_server.start()
     settings.REDIS_CACHE_URL = redis_server.url
-    throttles._redis.cache_clear()
+    throttles._counter.cache_clear()
     client = redis.Redis.from_url(redis_server.url)
     client.flushdb()
     yield client
-    throttles._redis.cache_clear()
+    throttles._counter.cache_clear()
 
 
 def test_the_user_rate_is_counted_in_redis_and_answers_429_naming_it(
@@ -28,7 +28,7 @@ def test_the_user_rate_is_counted_in_redis_and_answers_429_naming_it(
     monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "3/min", "login": "10/min"})
     for _ in range(2):
         assert api.post(ADD, BODY, format="json").status_code == 200
-    throttles._redis.cache_clear()  # another web process: a client of its own, the same count
+    throttles._counter.cache_clear()  # another web process: a client of its own, the same count
     assert api.post(ADD, BODY, format="json").status_code == 200
 
     response = api.post(ADD, BODY, format="json")
@@ -43,3 +43,22 @@ def test_the_user_rate_is_counted_in_redis_and_answers_429_naming_it(
     assert int(redis_cache.get(key)) == 4
     assert 0 < redis_cache.ttl(key) <= 60  # counts expire with their window
     assert other_api.post(ADD, BODY, format="json").status_code == 200
+
+
+def test_a_counter_without_an_expiry_gets_one(redis_cache):
+    """A counter that lost its expiry would refuse its client for good; the count gives it one."""
+    redis_cache.set("throttle_user_1", 5)
+
+    count, left = throttles.count_request("throttle_user_1", 60)
+
+    assert count == 6
+    assert left == 60
+    assert 59_000 < redis_cache.pttl("throttle_user_1") <= 60_000
+
+
+def test_the_count_survives_a_flush_of_redis_scripts(redis_cache):
+    """After a Redis restart or SCRIPT FLUSH the counting script is sent again, not failed."""
+    assert throttles.count_request("throttle_user_2", 60)[0] == 1
+    redis_cache.script_flush()
+
+    assert throttles.count_request("throttle_user_2", 60)[0] == 2
