@@ -137,6 +137,9 @@ def subscription_list(
         at = _param(_ASSIGNED, since)
         matching, params = matching + " AND changed > %s", [user.pk, at]
         listed_guid, guid_params = f"COALESCE({_GUID_AT_SINCE}, {_FIRST_GUID})", [at, at]
+    # A subscription gains a second guid only by a guid change or a merge, which both set
+    # guid_changed: without one, its one guid is the listed one, and no history is read.
+    listed_guid = f"CASE WHEN s.guid_changed IS NULL THEN s.guid ELSE {listed_guid} END"
     columns = ", ".join(f"s.{name}" for name in ListedSubscription._fields[:-1])
     sql = (
         f"SELECT counted.total, {columns}, {listed_guid}"

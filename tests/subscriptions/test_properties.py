@@ -75,6 +75,8 @@ def assert_history_consistent(user: Any) -> None:
     for sub in Subscription.objects.filter(user=user):
         rows = SubscriptionGuid.objects.filter(subscription=sub)
         assert [row.guid for row in rows if row.replaced is None] == [sub.guid]
+        # The list reads no history for a subscription without a guid change (selectors).
+        assert len(rows) == 1 or sub.guid_changed is not None
     for row in SubscriptionGuid.objects.filter(user=user):
         assert Subscription.objects.filter(user=user, guid_history__guid=row.guid).count() == 1
 
@@ -143,3 +145,47 @@ def test_guid_history_never_loops_whatever_the_patches(user, clock, steps):
         for row in SubscriptionGuid.objects.filter(user=user):
             sub = selectors.subscription_by_guid(user=user, guid=row.guid)
             assert sub.guid in {r.guid for r in SubscriptionGuid.objects.filter(subscription=sub)}
+
+
+def listed_guid(sub: Subscription, since: Any) -> uuid.UUID:
+    """The guid the list shows `sub` under, from its history (product.md section 9)."""
+    rows = sorted(
+        SubscriptionGuid.objects.filter(subscription=sub), key=lambda r: (r.assigned, r.id)
+    )
+    current = [
+        r
+        for r in rows
+        if since is not None and r.assigned <= since and (r.replaced is None or r.replaced > since)
+    ]
+    current.sort(key=lambda r: (r.replaced is None, r.replaced or since, r.assigned, r.id))
+    return (current or rows)[0].guid
+
+
+@SETTINGS
+@given(steps=patch_steps)
+def test_the_list_shows_each_subscription_under_its_guid_at_since(user, clock, steps):
+    with fresh():
+        for n, guid in enumerate(GUIDS[:3]):
+            entry = services.AddEntry(feed_url=f"https://s{n}.example/feed", guid=str(guid))
+            services.subscription_add_many(user=user, entries=[entry])
+        times = [None, clock.now]
+        for guid, change in steps:
+            clock.advance(milliseconds=1)
+            try:
+                services.subscription_update(
+                    user=user, guid=guid, change=services.SubscriptionUpdate(**change)
+                )
+            except DomainError:
+                pass
+            times.append(clock.now)
+        for since in times:
+            total, items = selectors.subscription_list(user=user, since=since, offset=0, limit=50)
+            expected = [
+                sub
+                for sub in Subscription.objects.filter(user=user).order_by("id")
+                if since is None or sub.changed > since
+            ]
+            assert total == len(expected)
+            assert [(item.guid, item.listed_guid) for item in items] == [
+                (sub.guid, listed_guid(sub, since)) for sub in expected
+            ]
