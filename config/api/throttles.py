@@ -18,7 +18,6 @@ from django.core.cache import cache as django_cache
 from rest_framework import throttling
 from rest_framework.exceptions import Throttled
 
-
 # A script runs atomically: were the key to expire between INCR and PEXPIRE, a counter that
 # never expires could be left. One command, one reply: a MULTI/EXEC of the same took twice the
 # time to send and read back.

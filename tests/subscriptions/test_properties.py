@@ -3,6 +3,7 @@
 Each example runs in a savepoint rolled back at its end, so examples start from nothing.
 """
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -171,12 +172,10 @@ def test_the_list_shows_each_subscription_under_its_guid_at_since(user, clock, s
         times = [None, clock.now]
         for guid, change in steps:
             clock.advance(milliseconds=1)
-            try:
+            with contextlib.suppress(DomainError):  # a refused change is part of the history too
                 services.subscription_update(
                     user=user, guid=guid, change=services.SubscriptionUpdate(**change)
                 )
-            except DomainError:
-                pass
             times.append(clock.now)
         for since in times:
             total, items = selectors.subscription_list(user=user, since=since, offset=0, limit=50)
