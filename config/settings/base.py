@@ -86,6 +86,9 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
+POSTGRESQL_ENGINE = "config.postgresql"  # its health check costs no round trip
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Take the write lock at BEGIN so concurrent writers queue instead of failing mid-transaction.
     DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}

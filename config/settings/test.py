@@ -6,7 +6,7 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-that-is-long-enough-fo
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 
 from .base import *  # noqa: F403
-from .base import env
+from .base import POSTGRESQL_ENGINE, env
 
 # tests/conftest.py fills HOST and PORT with the server it starts, unless
 # TEST_DATABASE_URL points at one that is already running.
@@ -14,6 +14,7 @@ DATABASES = {
     "default": env.db_url("TEST_DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/opa"),
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.Argon2PasswordHasher"]
 STORAGES = {

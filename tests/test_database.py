@@ -1,0 +1,88 @@
+"""The PostgreSQL backend's health check (config/postgresql): no round trip while the server
+keeps a connection, and a connection the server closed is never used for a request."""
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import close_old_connections, connection, connections
+
+from tests.factories import UserFactory
+
+
+@pytest.fixture
+def kept(db: None) -> Iterator[Any]:
+    """A second connection to the test database, as a web process keeps one between requests."""
+    wrapper = connections.create_connection("default")
+    wrapper.ensure_connection()
+    yield wrapper
+    wrapper.close()
+
+
+def backend_pid(wrapper: Any) -> int:
+    return int(wrapper.connection.info.backend_pid)
+
+
+def last_query(pid: int) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [pid])
+        return str(cursor.fetchone()[0])
+
+
+def terminate(pid: int) -> None:
+    """As a restart, a failover or idle_session_timeout would: the server ends the session."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])  # waits for it to end
+
+
+def test_the_check_of_a_kept_connection_sends_nothing(kept):
+    with kept.cursor() as cursor:
+        cursor.execute("SELECT 'the last query'")
+
+    assert kept.is_usable()
+
+    assert last_query(backend_pid(kept)) == "SELECT 'the last query'"  # not SELECT 1
+
+
+def test_a_connection_the_server_ended_is_not_usable(kept):
+    terminate(backend_pid(kept))
+
+    assert not kept.is_usable()
+
+
+def test_a_connection_closed_here_is_not_usable(kept):
+    kept.connection.close()
+
+    assert not kept.is_usable()
+
+
+@pytest.fixture
+def kept_between_requests(transactional_db: None) -> Iterator[None]:
+    """Production's connection settings: kept for a minute, checked before each request."""
+    saved = dict(connection.settings_dict)
+    connection.close()
+    connection.settings_dict.update(CONN_MAX_AGE=60, CONN_HEALTH_CHECKS=True)
+    yield
+    connection.close()
+    connection.settings_dict.clear()
+    connection.settings_dict.update(saved)
+
+
+def test_a_request_after_the_server_ended_the_connection_succeeds(kept_between_requests):
+    from tests.conftest import client_for
+
+    api = client_for(UserFactory())
+    assert api.get("/v1/subscriptions").status_code == 200
+    pid = backend_pid(connection)
+    other = connections.create_connection("default")
+    with other.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+    other.close()
+    time.sleep(0.05)  # the server's goodbye reaches the socket
+
+    close_old_connections()  # what request_started does in a server; the test client does not
+    response = api.get("/v1/subscriptions")
+
+    assert response.status_code == 200, response.content
+    assert backend_pid(connection) != pid
