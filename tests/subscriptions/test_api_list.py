@@ -617,7 +617,7 @@ def nodes(plan):
 
 def test_a_list_query_reads_only_the_users_own_index_entries(transactional_db):
     """The list's query reads no table whole, nor another user's rows; page 1 of the 50 items
-    changed since reads 50 of the user's 10,000."""
+    changed since, wherever they are, reads 50 of the user's 10,000."""
     from subscriptions import selectors
 
     users = UserFactory.create_batch(3)
@@ -639,6 +639,9 @@ def test_a_list_query_reads_only_the_users_own_index_entries(transactional_db):
         [SubscriptionGuid(user=s.user, subscription=s, guid=s.guid, assigned=start) for s in subs],
         batch_size=3000,
     )
+    later = start + timedelta(days=30)  # after all of the above: every 200th of mine changes
+    spread = [s.pk for s in subs if s.user == me][::200]
+    Subscription.objects.filter(pk__in=spread).update(subscription_changed=later)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     mine = {s.guid for s in subs if s.user == me}
@@ -646,7 +649,8 @@ def test_a_list_query_reads_only_the_users_own_index_entries(transactional_db):
     everything = start - timedelta(days=1)
 
     cases = {
-        "page 1 of 50 changed": (last_50, 0, 50),
+        "page 1 of the last 50 and the 50 spread": (last_50, 0, 100),
+        "page 1 of 50 changed, spread over the 10,000": (later - timedelta(days=1), 0, 50),
         "page 100 of all changed": (everything, 4950, 10_000),
         "last page without since": (None, 9950, 10_000),
     }
