@@ -10,7 +10,7 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from config.auth import active_users
+from config import auth
 from tests import servers
 from tests.factories import UserFactory
 from tests.helpers import Clock
@@ -46,13 +46,13 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
-    """Throttle counters live in the cache, active users in config.auth's: each test starts
-    with none."""
+    """Throttle counters live in the cache, verified tokens and active users in config.auth's:
+    each test starts with none."""
     cache.clear()
-    active_users.clear()
+    auth.forget_all()
     yield
     cache.clear()
-    active_users.clear()
+    auth.forget_all()
 
 
 def client_for(user: Any) -> APIClient:

@@ -126,6 +126,25 @@ def test_an_inactive_user_is_not_remembered(member, member_client):
     assert member_client.get("/v1/subscriptions").status_code == 200
 
 
+def test_a_verified_token_is_still_refused_once_it_expires(member):
+    token = RefreshToken.for_user(member).access_token
+    token.set_exp(lifetime=timedelta(seconds=1))
+    client = bearer(str(token))
+    assert client.get("/v1/subscriptions").status_code == 200  # verified, and remembered
+
+    time.sleep(1.1)
+
+    assert_unauthorized(client.get("/v1/subscriptions"))
+
+
+def test_a_token_that_failed_verification_is_refused_every_time(member):
+    token = str(RefreshToken.for_user(member).access_token)
+    forged = bearer(token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB"))
+
+    for _ in range(2):
+        assert_unauthorized(forged.get("/v1/subscriptions"))
+
+
 # --- Login ------------------------------------------------------------------------------------
 
 
