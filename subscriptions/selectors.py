@@ -1,6 +1,5 @@
 """Reads of subscriptions."""
 
-import functools
 import uuid
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -18,32 +17,40 @@ _FIELDS = tuple(Subscription._meta.concrete_fields)
 _FIELD = {field.name: field for field in _FIELDS}
 
 
-@functools.cache
-def _converters(vendor: str, fields: tuple[Field | None, ...]) -> list[tuple[int, Any, Col]]:
-    converters = []
-    for i, field in enumerate(fields):
-        if field is None:
-            continue
-        column = field.cached_col
-        for convert in connection.ops.get_db_converters(column) + field.get_db_converters(
-            connection
-        ):
-            converters.append((i, convert, column))
-    return converters
+class _Columns:
+    """The fields whose values a written-out query selects, in order (None: taken as it comes).
+
+    Reading them converts each value as the ORM would: PostgreSQL's need nothing, SQLite's
+    UUIDs and timestamps are text.
+    """
+
+    def __init__(self, *fields: Field | None):
+        self.fields = fields
+        self._converters: dict[str, list[tuple[int, Any, Col]]] = {}  # per database vendor
+
+    def converters(self) -> list[tuple[int, Any, Col]]:
+        found = self._converters.get(connection.vendor)
+        if found is None:
+            found = self._converters[connection.vendor] = [
+                (i, convert, field.cached_col)
+                for i, field in enumerate(self.fields)
+                if field is not None
+                for convert in connection.ops.get_db_converters(field.cached_col)
+                + field.get_db_converters(connection)
+            ]
+        return found
 
 
-def _fetch(sql: str, params: list[Any], fields: tuple[Field | None, ...]) -> list[tuple[Any, ...]]:
-    """The rows of written-out SQL, each column converted as the ORM converts `fields` (None:
-    as it comes).
+def _fetch(sql: str, params: list[Any], columns: _Columns) -> list[tuple[Any, ...]]:
+    """The rows of written-out SQL, as `columns`.
 
     The hottest reads are written out: building and compiling them through the ORM took a
-    fifth of a GET's CPU time, and model instances a third of a list's. PostgreSQL's columns
-    need no conversion; SQLite's UUIDs and timestamps do.
+    fifth of a GET's CPU time, and model instances a third of a list's.
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    converters = _converters(connection.vendor, fields)
+    converters = columns.converters()
     if not converters:
         return rows
     converted = []
@@ -62,6 +69,7 @@ def _param(field: Field, value: Any) -> Any:
 _GUID = SubscriptionGuid._meta.get_field("guid")
 _ASSIGNED = SubscriptionGuid._meta.get_field("assigned")
 
+_SUBSCRIPTION_COLUMNS = _Columns(*_FIELDS)
 # The guid's (user, guid) index finds it.
 _BY_GUID = (
     f"SELECT {', '.join(f's.{field.column}' for field in _FIELDS)} FROM {SUBSCRIPTIONS} s"
@@ -78,7 +86,7 @@ def subscription_by_guid(*, user: Any, guid: uuid.UUID, lock: bool = False) -> S
     sql = _BY_GUID
     if lock and connection.features.has_select_for_update_of:
         sql += " FOR UPDATE OF s"
-    rows = _fetch(sql, [user.pk, _param(_GUID, guid)], _FIELDS)
+    rows = _fetch(sql, [user.pk, _param(_GUID, guid)], _SUBSCRIPTION_COLUMNS)
     if not rows:
         raise NotFound()
     sub = Subscription.from_db(connection.alias, [field.attname for field in _FIELDS], rows[0])
@@ -99,7 +107,7 @@ class ListedSubscription(NamedTuple):
     listed_guid: uuid.UUID
 
 
-_LISTED_FIELDS: tuple[Field | None, ...] = (
+_LISTED_COLUMNS = _Columns(
     None,  # the total
     *(_FIELD[name] for name in ListedSubscription._fields[:-1]),
     _GUID,
@@ -115,7 +123,7 @@ _GUID_AT_SINCE = (
     " AND (g.replaced IS NULL OR g.replaced > %s)"
     " ORDER BY g.replaced IS NULL, g.replaced, g.assigned, g.id LIMIT 1)"
 )
-_LISTED_COLUMNS = ", ".join(ListedSubscription._fields[:-1])
+_LISTED_NAMES = ", ".join(ListedSubscription._fields[:-1])
 _PAGE_COLUMNS = ", ".join(f"page.{name}" for name in ListedSubscription._fields[:-1])
 
 
@@ -148,13 +156,13 @@ def subscription_list(
     sql = (
         f"SELECT counted.total, {_PAGE_COLUMNS}, {listed_guid}"
         f" FROM (SELECT COUNT(*) AS total FROM {SUBSCRIPTIONS} WHERE {where}) counted"
-        f" LEFT JOIN (SELECT id, {_LISTED_COLUMNS} FROM {SUBSCRIPTIONS}"
+        f" LEFT JOIN (SELECT id, {_LISTED_NAMES} FROM {SUBSCRIPTIONS}"
         f" WHERE {where} AND id >= ({first_id}) ORDER BY id LIMIT %s) page ON TRUE"
         " ORDER BY page.id"
     )
     # An offset past any row finds none; one past the database's integers would be an error.
     offset = min(offset, 2**62)
-    rows = _fetch(sql, [*guid_params, *params, *params, *params, offset, limit], _LISTED_FIELDS)
+    rows = _fetch(sql, [*guid_params, *params, *params, *params, offset, limit], _LISTED_COLUMNS)
     total = rows[0][0]
     return total, [ListedSubscription(*row[1:]) for row in rows if row[1] is not None]
 

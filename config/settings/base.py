@@ -52,11 +52,12 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.api.middleware.AllowedHostMiddleware",
     "config.api.middleware.BodySizeLimitMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, user and message middleware, skipped for /v1/ requests.
+    "config.api.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "config.api.middleware.AuthenticationMiddleware",
+    "config.api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
