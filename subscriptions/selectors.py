@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.db.models import Field, QuerySet
 from django.db.models.expressions import Col
+from psycopg.types.datetime import TimestamptzLoader
 
 from config.exceptions import Gone, NotFound
 from subscriptions.models import Subscription, SubscriptionGuid
@@ -48,6 +49,11 @@ def _fetch(sql: str, params: list[Any], columns: _Columns) -> list[tuple[Any, ..
     fifth of a GET's CPU time, and model instances a third of a list's.
     """
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Django's loader of timestamps is written in Python, around psycopg's; registered
+            # directly, psycopg's own reads them in C, in the session's time zone (Django's UTC).
+            # A page of 50 read 450 Python calls fewer.
+            cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     converters = columns.converters()

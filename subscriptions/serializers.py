@@ -1,5 +1,6 @@
 """Request and response shapes of /v1/subscriptions."""
 
+import uuid
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -81,23 +82,28 @@ class SubscriptionSerializer(OmitNoneSerializer):
     guid_changed = TimestampField(required=False)
     deleted = TimestampField(required=False)
 
-    # Built by hand: the fields above describe it for the schema, but running them for each of
-    # a page's items took a sixth of a list request. A test compares the two.
+    # Built by hand (item()): the fields above describe it for the schema, but running them for
+    # each of a page's items took a sixth of a list request. A test compares the two.
     def to_representation(self, instance: Any) -> dict[str, Any]:
-        sub, asked = instance
-        item = {
-            "feed_url": sub.feed_url,
-            "guid": str(asked),
-            "is_subscribed": sub.is_subscribed,
-            "subscription_changed": format_timestamp(sub.subscription_changed),
-        }
-        if sub.guid != asked:
-            item["new_guid"] = str(sub.guid)
-        if sub.guid_changed is not None:
-            item["guid_changed"] = format_timestamp(sub.guid_changed)
-        if sub.deleted is not None:
-            item["deleted"] = format_timestamp(sub.deleted)
-        return item
+        return item(*instance)
+
+
+def item(sub: Any, asked: uuid.UUID) -> dict[str, Any]:
+    """`sub` as SubscriptionSerializer shows it read by `asked`; without a serializer, whose
+    making cost a page as much as its items."""
+    shown = {
+        "feed_url": sub.feed_url,
+        "guid": str(asked),
+        "is_subscribed": sub.is_subscribed,
+        "subscription_changed": format_timestamp(sub.subscription_changed),
+    }
+    if sub.guid != asked:
+        shown["new_guid"] = str(sub.guid)
+    if sub.guid_changed is not None:
+        shown["guid_changed"] = format_timestamp(sub.guid_changed)
+    if sub.deleted is not None:
+        shown["deleted"] = format_timestamp(sub.deleted)
+    return shown
 
 
 class UpdateRequestSerializer(serializers.Serializer):

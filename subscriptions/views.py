@@ -38,6 +38,7 @@ from subscriptions.serializers import (
     SubscriptionSerializer,
     UpdateRequestSerializer,
     UpdateResponseSerializer,
+    item,
 )
 
 GUID_PARAMETER = OpenApiParameter(
@@ -115,8 +116,7 @@ class SubscriptionViewSet(viewsets.ViewSet):
             ),
             request,
         )
-        items = SubscriptionSerializer([(sub, sub.listed_guid) for sub in page], many=True)
-        return paginator.get_paginated_response(items.data)
+        return paginator.get_paginated_response([item(sub, sub.listed_guid) for sub in page])
 
     @extend_schema(
         request=AddRequestSerializer,
@@ -146,7 +146,7 @@ class SubscriptionViewSet(viewsets.ViewSet):
     def retrieve(self, request: Request, guid: str) -> Response:
         asked = parse_path_guid(guid)
         sub = selectors.subscription_by_guid(user=request.user, guid=asked)
-        return Response(SubscriptionSerializer((sub, asked)).data)
+        return Response(item(sub, asked))
 
     @extend_schema(
         parameters=[GUID_PARAMETER],
