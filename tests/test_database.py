@@ -1,8 +1,13 @@
-"""The PostgreSQL backend's health check (config/postgresql): no round trip while the server
-keeps a connection, and a connection the server closed is never used for a request."""
+"""The PostgreSQL connection: a health check (config/postgresql) with no round trip while the
+server keeps a connection, yet a connection the server closed is never used for a request; and
+hot queries prepared on the server."""
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,3 +91,48 @@ def test_a_request_after_the_server_ended_the_connection_succeeds(kept_between_r
 
     assert response.status_code == 200, response.content
     assert backend_pid(connection) != pid
+
+
+def test_a_query_run_five_times_is_prepared_on_the_server(db):
+    """The server plans a hot query once per connection (settings: prepared statements)."""
+    from tests.conftest import client_for
+
+    user = UserFactory()
+    api = client_for(user)
+    guid = api.post(
+        "/v1/subscriptions", {"subscriptions": [{"feed_url": "https://a.example/f"}]}, format="json"
+    ).json()["success"][0]["guid"]
+    for _ in range(6):
+        assert api.get(f"/v1/subscriptions/{guid}").status_code == 200
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+
+    assert any("subscriptionguid g ON g.subscription_id = s.id" in sql for sql in prepared)
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, True), ("false", False)])
+def test_prepared_statements_are_on_unless_turned_off(value, expected):
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "SECRET_KEY": "a-production-secret-key-that-is-long-and-random-enough-0123456789",
+        "DATABASE_URL": "postgres://opa@db.example/opa",
+    }
+    if value is not None:
+        env["DATABASE_PREPARED_STATEMENTS"] = value
+    code = (
+        "import django; django.setup(); from django.conf import settings; "
+        "d = settings.DATABASES['default']; print(d['ENGINE'], d['OPTIONS'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
+        timeout=60, check=True,
+    ).stdout  # fmt: skip
+
+    engine, options = out.split(" ", 1)
+    assert engine == "config.postgresql"
+    assert ("'server_side_binding': True" in options) is expected
+    assert ("'prepare_threshold': 5" in options) is expected
