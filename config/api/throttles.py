@@ -8,6 +8,7 @@ in the window (1,200 at the default rate) and read and write that whole list on 
 """
 
 import hashlib
+import logging
 import time
 from functools import cache
 from typing import Any
@@ -17,6 +18,8 @@ from django.conf import settings
 from django.core.cache import cache as django_cache
 from rest_framework import throttling
 from rest_framework.exceptions import Throttled
+
+logger = logging.getLogger(__name__)
 
 # A script runs atomically: were the key to expire between INCR and PEXPIRE, a counter that
 # never expires could be left. One command, one reply: a MULTI/EXEC of the same took twice the
@@ -34,8 +37,16 @@ return {count, left}
 
 @cache
 def _counter() -> Any:
-    # One client per process, made on first use: after gunicorn's fork, never before it.
-    return redis.Redis.from_url(settings.REDIS_CACHE_URL).register_script(_COUNT)
+    # One client per process, made on first use: after gunicorn's fork, never before it. One
+    # connection, which the client locks per command, spares the pool's bookkeeping on every
+    # request; short timeouts keep an unreachable Redis from holding requests.
+    client = redis.Redis.from_url(
+        settings.REDIS_CACHE_URL,
+        single_connection_client=True,
+        socket_connect_timeout=1,
+        socket_timeout=1,
+    )
+    return client.register_script(_COUNT)
 
 
 def count_request(key: str, seconds: int) -> tuple[int, float]:
@@ -44,7 +55,13 @@ def count_request(key: str, seconds: int) -> tuple[int, float]:
     Returns the window's count so far and the seconds left until it closes.
     """
     if settings.REDIS_CACHE_URL:
-        count, left_ms = _counter()(keys=[key], args=[seconds * 1000])
+        try:
+            count, left_ms = _counter()(keys=[key], args=[seconds * 1000])
+        except redis.RedisError as exc:
+            # Counting is not worth refusing a sync for: while Redis is away, nothing is
+            # throttled, and /health says so.
+            logger.warning("Requests are not throttled: Redis did not answer (%s)", exc)
+            return 0, float(seconds)
         return int(count), max(int(left_ms), 0) / 1000
     now = time.time()
     django_cache.add(f"{key}:opened", now, seconds)

@@ -1,10 +1,14 @@
 """The request throttle on a real Redis, as production runs it: one count for every process."""
 
+import logging
+import time
+
 import pytest
 import redis
 
 from config.api import throttles
 from config.api.throttles import UserThrottle
+from tests import servers
 
 ADD = "/v1/subscriptions"
 BODY = {"subscriptions": [{"feed_url": "https://podnews.net/rss"}]}
@@ -62,3 +66,20 @@ def test_the_count_survives_a_flush_of_redis_scripts(redis_cache):
     redis_cache.script_flush()
 
     assert throttles.count_request("throttle_user_2", 60)[0] == 2
+
+
+def test_requests_go_on_unthrottled_while_redis_is_away(api, settings, caplog):
+    """A sync is not refused because its requests cannot be counted; the log says why."""
+    settings.REDIS_CACHE_URL = f"redis://127.0.0.1:{servers.free_port()}/1"  # nothing listens
+    throttles._counter.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="config.api.throttles"):
+            started = time.monotonic()
+            responses = [api.get(ADD) for _ in range(3)]
+            elapsed = time.monotonic() - started
+    finally:
+        throttles._counter.cache_clear()
+
+    assert [r.status_code for r in responses] == [200, 200, 200]
+    assert elapsed < 10
+    assert "Requests are not throttled: Redis did not answer" in caplog.text
