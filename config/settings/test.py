@@ -15,10 +15,7 @@ DATABASES = {
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
-DATABASES["default"]["OPTIONS"] = {
-    "server_side_binding": True,
-    "prepare_threshold": 5,
-}  # as deployed
+DATABASES["default"]["OPTIONS"] = {"prepare_threshold": 5}  # as deployed
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.Argon2PasswordHasher"]
 STORAGES = {

@@ -8,7 +8,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from subscriptions.models import Subscription, SubscriptionGuid
 from tests.factories import UserFactory
@@ -602,10 +601,17 @@ def test_a_page_costs_a_fixed_number_of_queries(
 
 def plan_of(run):
     """The plan PostgreSQL ran the last query of `run()` with, and its result."""
-    with CaptureQueriesContext(connection) as queries:
+    ran = []
+
+    def keep(execute, sql, params, many, context):
+        ran.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
         result = run()
+    sql, params = ran[-1]
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + queries.captured_queries[-1]["sql"])
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
         return cursor.fetchone()[0][0]["Plan"], result
 
 
