@@ -41,14 +41,17 @@ class _Columns:
         return found
 
 
-def _fetch(sql: str, params: list[Any], columns: _Columns) -> list[tuple[Any, ...]]:
-    """The rows of written-out SQL, as `columns`.
+def _fetch(
+    sql: str, params: list[Any], columns: _Columns, *, prepare: bool = False
+) -> list[tuple[Any, ...]]:
+    """The rows of written-out SQL, as `columns`; `prepare` only a lookup by a unique key, whose
+    plan does not depend on its values (config.postgresql).
 
     The hottest reads are written out: building and compiling them through the ORM took a
     fifth of a GET's CPU time, and model instances a third of a list's.
     """
-    # On PostgreSQL (config.postgresql), prepared once run a few times, and read in binary.
-    with getattr(connection, "bound_cursor", connection.cursor)() as cursor:
+    bound = getattr(connection, "bound_cursor", None)  # PostgreSQL's: binary, maybe prepared
+    with connection.cursor() if bound is None else bound(prepare=prepare) as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     converters = columns.converters()
@@ -87,7 +90,7 @@ def subscription_by_guid(*, user: Any, guid: uuid.UUID, lock: bool = False) -> S
     sql = _BY_GUID
     if lock and connection.features.has_select_for_update_of:
         sql += " FOR UPDATE OF s"
-    rows = _fetch(sql, [user.pk, _param(_GUID, guid)], _SUBSCRIPTION_COLUMNS)
+    rows = _fetch(sql, [user.pk, _param(_GUID, guid)], _SUBSCRIPTION_COLUMNS, prepare=True)
     if not rows:
         raise NotFound()
     sub = Subscription.from_db(connection.alias, [field.attname for field in _FIELDS], rows[0])
