@@ -123,13 +123,18 @@ patch_steps = st.lists(
 )
 
 
+def add_three(user: Any) -> None:
+    """Three subscriptions, at three feeds, with the first three guids."""
+    for n, guid in enumerate(GUIDS[:3]):
+        entry = services.AddEntry(feed_url=f"https://s{n}.example/feed", guid=str(guid))
+        services.subscription_add_many(user=user, entries=[entry])
+
+
 @SETTINGS
 @given(steps=patch_steps)
 def test_guid_history_never_loops_whatever_the_patches(user, clock, steps):
     with fresh():
-        for n, guid in enumerate(GUIDS[:3]):
-            entry = services.AddEntry(feed_url=f"https://s{n}.example/feed", guid=str(guid))
-            services.subscription_add_many(user=user, entries=[entry])
+        add_three(user)
         for guid, change in steps:
             clock.advance(milliseconds=1)
             before = stored(user)
@@ -166,9 +171,7 @@ def listed_guid(sub: Subscription, since: Any) -> uuid.UUID:
 @given(steps=patch_steps)
 def test_the_list_shows_each_subscription_under_its_guid_at_since(user, clock, steps):
     with fresh():
-        for n, guid in enumerate(GUIDS[:3]):
-            entry = services.AddEntry(feed_url=f"https://s{n}.example/feed", guid=str(guid))
-            services.subscription_add_many(user=user, entries=[entry])
+        add_three(user)
         times = [None, clock.now]
         for guid, change in steps:
             clock.advance(milliseconds=1)
