@@ -152,6 +152,12 @@ class AccountAdmin(UserAdmin):
             f"{settings.AUTH_USER_CACHE_SECONDS} seconds.",
             messages.SUCCESS,
         )
+        if queryset.filter(pk=request.user.pk).exists():
+            self.message_user(
+                request,
+                "You were left active: staff cannot deactivate themselves.",
+                messages.WARNING,
+            )
 
     @admin.action(description="Activate selected users")
     def activate(self, request: HttpRequest, queryset: QuerySet) -> None:

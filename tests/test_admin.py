@@ -442,6 +442,7 @@ def test_deactivate_action_stops_the_users_tokens(admin_client, staff, anon):
     )
 
     assert "Deactivated 1 user(s)." in response.content.decode()
+    assert "You were left active: staff cannot deactivate themselves." in response.content.decode()
     user.refresh_from_db()
     staff.refresh_from_db()
     assert not user.is_active
