@@ -485,6 +485,14 @@ def bench_queries() -> None:
         row(
             f"queries: {name}", f"{few} at {small} {unit}, {many} at {large}: {verdict}", "constant"
         )
+    guid = with_history(0)
+    auth.forget_all()  # as a process that has not checked the user in AUTH_USER_CACHE_SECONDS
+    with CaptureQueriesContext(connection) as cold:
+        client.get(f"/v1/subscriptions/{guid}")
+    row(
+        "queries: GET /v1/subscriptions/{guid}, user not checked in the last 10 s",
+        str(len(cold.captured_queries)),
+    )
     deletion = client.delete(f"/v1/subscriptions/{with_history(0)}").json()["deletion_id"]
     row("queries: GET /v1/deletions/{id}", str(queries("get", f"/v1/deletions/{deletion}")))
 

@@ -114,6 +114,13 @@ class _ActiveUsers:
                 self._cache()[user_id] = True
 
     def forget(self, user_ids: Iterable[Any]) -> None:
+        """Forget the users now, and again once the change commits: a request of this process
+        reading the row before then would find them still active and remember them again."""
+        user_ids = list(user_ids)
+        self._forget(user_ids)
+        transaction.on_commit(lambda: self._forget(user_ids))
+
+    def _forget(self, user_ids: list[Any]) -> None:
         with self._lock:
             for user_id in user_ids:
                 if self._ids is not None:
@@ -135,7 +142,9 @@ def _forget_changed_user(sender: Any, instance: AbstractBaseUser, **kwargs: Any)
 
 # The same token string always verifies the same way: a web process keeps the tokens it verified
 # recently and checks only their expiry again. Verifying (PyJWT: decoding, the signature, the
-# claims) took a fifth of a GET's CPU time, and an app sends the same token for an hour.
+# claims) took a fifth of a GET's CPU time, and an app sends the same token for an hour. Were
+# access tokens ever revoked one by one (simplejwt's blacklist for them, CHECK_REVOKE_TOKEN),
+# that check would have to run on every request, outside this cache.
 _verified_tokens: TTLCache[bytes, Token] = TTLCache(maxsize=4096, ttl=300)
 _verified_lock = threading.Lock()
 

@@ -435,6 +435,10 @@ def test_deactivate_action_stops_the_users_tokens(admin_client, staff, anon):
         format="json",
     ).json()
 
+    anon.credentials(HTTP_AUTHORIZATION=f"Bearer {login['access_token']}")
+    assert anon.get("/v1/subscriptions").status_code == 200  # the user is now remembered
+    anon.credentials()
+
     response = admin_client.post(
         "/admin/auth/user/",
         {"action": "deactivate", "_selected_action": [user.pk, staff.pk]},

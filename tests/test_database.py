@@ -50,6 +50,20 @@ def test_the_check_of_a_kept_connection_sends_nothing(kept):
     assert last_query(backend_pid(kept)) == "SELECT 'the last query'"  # not SELECT 1
 
 
+def test_a_notification_on_a_kept_connection_leaves_it_usable(kept):
+    """Something to read is not always a goodbye: then SELECT 1 decides."""
+    with kept.cursor() as cursor:
+        cursor.execute("LISTEN opa_test")
+    other = connections.create_connection("default")  # outside the test's transaction
+    with other.cursor() as cursor:
+        cursor.execute("NOTIFY opa_test")
+    other.close()
+    time.sleep(0.05)
+
+    assert kept.is_usable()
+    assert last_query(backend_pid(kept)) == "SELECT 1"  # asked, since the socket had news
+
+
 def test_a_connection_the_server_ended_is_not_usable(kept):
     terminate(backend_pid(kept))
 

@@ -59,7 +59,7 @@ class SkippedForApi:
     calls. CSRF's stays as it is: `check --deploy` looks for it by name, and it costs little."""
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path_info.startswith("/v1/"):
+        if request.path.startswith("/v1/"):
             return self.get_response(request)  # type: ignore[attr-defined]
         return super().__call__(request)  # type: ignore[misc]
 

@@ -43,7 +43,7 @@ class OpaPagination(pagination.PageNumberPagination):
     @property
     def last_page(self) -> int:
         """The last page with items; 1 when there are none (an empty list has one empty page)."""
-        return max(1, -(-self.total // self.size))
+        return max(1, (self.total + self.size - 1) // self.size)
 
     def get_page_number(self, request: Request, paginator: Any = None) -> int:
         value = query_param(request, self.page_query_param)

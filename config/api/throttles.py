@@ -16,6 +16,8 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.core.cache import cache as django_cache
+from django.core.cache.backends.base import BaseCache
+from django.core.cache.backends.locmem import LocMemCache
 from rest_framework import throttling
 from rest_framework.exceptions import Throttled
 
@@ -49,28 +51,49 @@ def _counter() -> Any:
     return client.register_script(_COUNT)
 
 
+# While Redis is away (`_away_until`, a monotonic time), each process counts on its own: a client
+# may then send the rate once per process, but is still throttled, login attempts included.
+_REDIS_RETRY_AFTER = 5.0
+_away_until = 0.0
+_local_counts = LocMemCache(
+    "throttle-counts-while-redis-is-away", {"OPTIONS": {"MAX_ENTRIES": 10_000}}
+)
+
+
 def count_request(key: str, seconds: int) -> tuple[int, float]:
     """Count one request in `key`'s window of `seconds`, opening one if none is open.
 
     Returns the window's count so far and the seconds left until it closes.
     """
-    if settings.REDIS_CACHE_URL:
-        try:
-            count, left_ms = _counter()(keys=[key], args=[seconds * 1000])
-        except redis.RedisError as exc:
-            # Counting is not worth refusing a sync for: while Redis is away, nothing is
-            # throttled, and /health says so.
-            logger.warning("Requests are not throttled: Redis did not answer (%s)", exc)
-            return 0, float(seconds)
-        return int(count), max(int(left_ms), 0) / 1000
-    now = time.time()
-    django_cache.add(f"{key}:opened", now, seconds)
-    django_cache.add(key, 0, seconds)
-    opened = django_cache.get(f"{key}:opened", now)
+    global _away_until
+    if not settings.REDIS_CACHE_URL:
+        return _count_in(django_cache, key, seconds)
+    if time.monotonic() < _away_until:
+        return _count_in(_local_counts, key, seconds)
     try:
-        count = django_cache.incr(key)
+        count, left_ms = _counter()(keys=[key], args=[seconds * 1000])
+    except redis.RedisError as exc:
+        # Asked again only after a while: a Redis that does not answer would otherwise hold
+        # every request for the client's timeout, one after the other.
+        _away_until = time.monotonic() + _REDIS_RETRY_AFTER
+        logger.warning(
+            "Redis did not answer (%s): each web process counts requests on its own for %.0f s",
+            exc,
+            _REDIS_RETRY_AFTER,
+        )
+        return _count_in(_local_counts, key, seconds)
+    return int(count), max(int(left_ms), 0) / 1000
+
+
+def _count_in(store: BaseCache, key: str, seconds: int) -> tuple[int, float]:
+    now = time.time()
+    store.add(f"{key}:opened", now, seconds)
+    store.add(key, 0, seconds)
+    opened = store.get(f"{key}:opened", now)
+    try:
+        count = store.incr(key)
     except ValueError:  # the window closed between the two calls: this request opens the next
-        django_cache.set(key, count := 1, seconds)
+        store.set(key, count := 1, seconds)
     return int(count), max(opened + seconds - now, 0.0)
 
 

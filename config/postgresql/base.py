@@ -3,10 +3,12 @@ parameters the server binds.
 
 Django checks a kept connection before a request reuses it (CONN_HEALTH_CHECKS) by sending
 `SELECT 1`: a round trip to the server on every request, half of what a GET one costs the
-database. A server that ends a connection (a restart, a failover, `idle_session_timeout`,
-`pg_terminate_backend`) sends its reason and closes the socket, and either makes the idle
-connection's socket readable. So: nothing to read means the server has not closed it; anything
-to read gets Django's own check, which tells a closed connection from a notice.
+database. A server that ends a connection (a restart, `idle_session_timeout`,
+`pg_terminate_backend`, a failover that closes its connections) sends its reason and closes the
+socket, which makes the idle connection's socket readable. So: an idle connection with nothing
+to read is taken as usable; anything to read gets Django's own check, which tells a closed
+connection from a notice. A server that vanishes without a word (its host powered off) is found
+by the request's own query instead, as it would be between the check and the query anyway.
 """
 
 import select
@@ -21,10 +23,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
         connection: Any = self.connection
         if connection is None or connection.closed:
             return False
-        poll = select.poll()
-        poll.register(connection.fileno(), select.POLLIN)
-        if not poll.poll(0):
-            return True
+        try:
+            idle = (
+                connection.info.status == psycopg.pq.ConnStatus.OK
+                and connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            )
+            if idle:
+                poll = select.poll()
+                poll.register(connection.fileno(), select.POLLIN)
+                if not poll.poll(0):
+                    return True
+        except (OSError, psycopg.Error):
+            return False
         return bool(super().is_usable())
 
     def bound_cursor(self, *, prepare: bool) -> Any:
@@ -43,13 +53,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         self.close_if_health_check_failed()
         self.ensure_connection()
         with self.wrap_database_errors:
-            cursor = (_Cursor if prepare else _UnpreparedCursor)(self.connection)
+            cursor = (psycopg.Cursor if prepare else _UnpreparedCursor)(self.connection)
             cursor.format = psycopg.pq.Format.BINARY
             return self._prepare_cursor(cursor)  # type: ignore[attr-defined]
-
-
-class _Cursor(psycopg.Cursor[Any]):
-    pass
 
 
 class _UnpreparedCursor(psycopg.Cursor[Any]):

@@ -94,7 +94,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # five times on a connection (psycopg's default, which Django turns off): the server plans a
     # GET's query once per connection instead of on every request, which was two thirds of its
     # work. The ORM's cursors bind parameters on the client and are never prepared. Turn it off
-    # behind a pooler that cannot keep prepared statements (PgBouncer before 1.21).
+    # behind a pooler that cannot keep prepared statements (PgBouncer in transaction mode before
+    # 1.21, or without max_prepared_statements).
     if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
         DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

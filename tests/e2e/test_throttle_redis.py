@@ -1,6 +1,7 @@
 """The request throttle on a real Redis, as production runs it: one count for every process."""
 
 import logging
+import socket
 import time
 
 import pytest
@@ -8,7 +9,6 @@ import redis
 
 from config.api import throttles
 from config.api.throttles import UserThrottle
-from tests import servers
 
 ADD = "/v1/subscriptions"
 BODY = {"subscriptions": [{"feed_url": "https://podnews.net/rss"}]}
@@ -68,18 +68,32 @@ def test_the_count_survives_a_flush_of_redis_scripts(redis_cache):
     assert throttles.count_request("throttle_user_2", 60)[0] == 2
 
 
-def test_requests_go_on_unthrottled_while_redis_is_away(api, settings, caplog):
-    """A sync is not refused because its requests cannot be counted; the log says why."""
-    settings.REDIS_CACHE_URL = f"redis://127.0.0.1:{servers.free_port()}/1"  # nothing listens
+@pytest.fixture
+def redis_away(settings, monkeypatch):
+    """A Redis that does not answer: it accepts connections and never replies."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    settings.REDIS_CACHE_URL = f"redis://127.0.0.1:{silent.getsockname()[1]}/1"
+    monkeypatch.setattr(throttles, "_away_until", 0.0)
     throttles._counter.cache_clear()
-    try:
-        with caplog.at_level(logging.WARNING, logger="config.api.throttles"):
-            started = time.monotonic()
-            responses = [api.get(ADD) for _ in range(3)]
-            elapsed = time.monotonic() - started
-    finally:
-        throttles._counter.cache_clear()
+    yield
+    throttles._counter.cache_clear()
+    silent.close()
 
-    assert [r.status_code for r in responses] == [200, 200, 200]
-    assert elapsed < 10
-    assert "Requests are not throttled: Redis did not answer" in caplog.text
+
+def test_while_redis_does_not_answer_each_process_counts_on_its_own(
+    api, redis_away, monkeypatch, caplog
+):
+    """Not a sync refused, nor requests held one after the other; still throttled, and logged
+    once."""
+    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "4/min", "login": "10/min"})
+    with caplog.at_level(logging.WARNING, logger="config.api.throttles"):
+        started = time.monotonic()
+        statuses = [api.get(ADD).status_code for _ in range(5)]
+        elapsed = time.monotonic() - started
+
+    assert statuses == [200, 200, 200, 200, 429]
+    assert elapsed < 3  # one wait for Redis's timeout (1 s), not five
+    warnings = [r for r in caplog.records if "Redis did not answer" in r.getMessage()]
+    assert len(warnings) == 1
