@@ -118,10 +118,40 @@ class Load:
     p50_ms: float
     p99_ms: float
     errors: int
+    cpu_us: dict[str, float]  # CPU time per request, by kind of process (see server_cpu)
+
+
+def server_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds used so far by each gunicorn, PostgreSQL and Redis process, with its kind.
+
+    CPU time per request shows where a request's cost lies (the service, the database, Redis),
+    which requests per second cannot; both still move with what else the host runs.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if "gunicorn" in command:
+            kind = "floor" if "bench.floor" in command else "service"
+        elif name.startswith("postgres"):
+            kind = "PostgreSQL"
+        elif name.startswith("redis"):
+            kind = "Redis"
+        else:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        found[int(entry.name)] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+    return found
 
 
 def wrk(port: int, path: str, token: str, seconds: int = SECONDS) -> Load:
     """`wrk` at CONNECTIONS connections for `seconds`, with its latency percentiles."""
+    before = server_cpu()
     out = subprocess.run(
         ["wrk", "-t", "2", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "--latency",
          "-H", f"Authorization: Bearer {token}", f"http://127.0.0.1:{port}{path}"],
@@ -136,14 +166,28 @@ def wrk(port: int, path: str, token: str, seconds: int = SECONDS) -> Load:
     socket_errors = re.search(
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out
     )
+    requests = int(re.search(r"(\d+) requests in", out)[1])  # type: ignore[index]
+    cpu: dict[str, float] = {}
+    for pid, (kind, seconds_used) in server_cpu().items():
+        cpu[kind] = cpu.get(kind, 0.0) + seconds_used - before.get(pid, (kind, 0.0))[1]
     return Load(
-        requests=int(re.search(r"(\d+) requests in", out)[1]),  # type: ignore[index]
+        requests=requests,
+        cpu_us={kind: used / requests * 1e6 for kind, used in cpu.items() if used > 0},
         rps=float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1]),  # type: ignore[index]
         p50_ms=latency("50"),
         p99_ms=latency("99"),
         errors=(int(errors[1]) if errors else 0)
         + (sum(map(int, socket_errors.groups())) if socket_errors else 0),
     )
+
+
+def cpu_per_request(load: Load, kinds: tuple[str, ...]) -> float:
+    return sum(load.cpu_us.get(kind, 0.0) for kind in kinds)
+
+
+def described_cpu(load: Load, kinds: tuple[str, ...]) -> str:
+    parts = " + ".join(f"{kind} {load.cpu_us.get(kind, 0.0):,.0f}" for kind in kinds)
+    return f"{parts} = {cpu_per_request(load, kinds):,.0f} us"
 
 
 def described(load: Load) -> str:
@@ -247,6 +291,14 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     served += get_one.requests
     row("GET /v1/subscriptions/{guid}", described(get_one))
     row("GET one: req/s vs the floor", f"{get_one.rps / floor_load.rps:.2f}", ">= 0.5")
+    service, floor_kinds = ("service", "PostgreSQL", "Redis"), ("floor", "PostgreSQL")
+    row("floor: CPU per request", described_cpu(floor_load, floor_kinds))
+    row("GET one: CPU per request", described_cpu(get_one, service))
+    row(
+        "GET one: floor's CPU per request vs the service's",
+        f"{cpu_per_request(floor_load, floor_kinds) / cpu_per_request(get_one, service):.2f}",
+        ">= 0.5 (the same, by CPU time)",
+    )
     rss_after_first, served_first = app.rss_mb(), served
 
     # The list: a page of 50 out of 10,000, with `since`.
@@ -280,6 +332,12 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     served += listed.requests
     row("list: page of 50 of 10,000 with since", described(listed))
     row("list vs GET one: p50 ratio", f"{listed.p50_ms / get_one.p50_ms:.2f}", "<= 2")
+    row("list: CPU per request", described_cpu(listed, service))
+    row(
+        "list vs GET one: CPU per request",
+        f"{cpu_per_request(listed, service) / cpu_per_request(get_one, service):.2f}",
+        "<= 2 (the same, by CPU time)",
+    )
     last = wrk(app.port, "/v1/subscriptions?per_page=50&page=200", list_token)
     served += last.requests
     row("list: last page of 200, no since", f"p50 {last.p50_ms:.2f} ms")

@@ -15,7 +15,9 @@ public_schema = {
     "permission_classes": views.PublicView.permission_classes,
 }
 
+# The subscriptions first: Django tries each pattern in turn, and they take most requests.
 v1: list[URLPattern | URLResolver] = [
+    path("", include("subscriptions.urls")),
     path("", views.IndexView.as_view(), name="index"),
     path("capabilities", views.CapabilitiesView.as_view(), name="capabilities"),
     path("auth/login", views.LoginView.as_view(), name="login"),
@@ -28,7 +30,6 @@ v1: list[URLPattern | URLResolver] = [
         SpectacularSwaggerView.as_view(url_name="openapi-json", **public_schema),
         name="docs",
     ),
-    path("", include("subscriptions.urls")),
     path("", include("deletions.urls")),
     re_path(r"^.*$", views.NotFoundView.as_view()),
 ]
