@@ -173,6 +173,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.ContentNegotiation",
     "DEFAULT_THROTTLE_CLASSES": ["config.api.throttles.UserThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
