@@ -4,7 +4,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from config.celery import TRANSIENT_DATABASE_ERRORS
+from config.celery import RELIABLE
 from deletions import services
 
 
@@ -19,17 +19,7 @@ class DeletionTask(Task):
         services.deletion_fail(deletion_id=args[0])
 
 
-@shared_task(
-    base=DeletionTask,
-    queue="deletions",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT_DATABASE_ERRORS,
-    max_retries=5,
-    retry_backoff=1,
-    retry_backoff_max=60,
-    retry_jitter=True,
-)
+@shared_task(base=DeletionTask, queue="deletions", max_retries=5, **RELIABLE)
 def process_deletion(deletion_id: int) -> str:
     return services.deletion_process(deletion_id=deletion_id)
 

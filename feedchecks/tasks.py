@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from config.celery import TRANSIENT_DATABASE_ERRORS
+from config.celery import RELIABLE
 from feedchecks import services
 
 
@@ -12,15 +12,6 @@ def check_feeds(urls: list[str], user_id: int) -> int:
 
 
 # Retried on database errors only: a feed that cannot be fetched is the check's result.
-@shared_task(
-    queue="feeds",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT_DATABASE_ERRORS,
-    max_retries=3,
-    retry_backoff=1,
-    retry_backoff_max=60,
-    retry_jitter=True,
-)
+@shared_task(queue="feeds", max_retries=3, **RELIABLE)
 def check_feed(url: str, user_id: int) -> str:
     return services.feed_check_run(url=url, user_id=user_id)

@@ -2,7 +2,6 @@
 
 import functools
 import uuid
-from collections.abc import Iterable
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -16,13 +15,12 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework import parsers, viewsets
-from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config import clock
+from config.api.negotiation import FirstRenderer
 from config.api.pagination import OpaPagination
 from config.api.params import bad_parameter, parse_timestamp, query_param, reject_unknown
 from config.api.parsers import RawOPMLParser, RawTextXMLParser, RawXMLParser
@@ -193,19 +191,6 @@ class SubscriptionViewSet(viewsets.ViewSet):
         return Response(DeletionRequestedSerializer(deletion).data, status=202)
 
 
-class FirstRenderer(DefaultContentNegotiation):
-    """Ignores Accept: the export is OPML and every other answer JSON, whatever a client asks.
-
-    DRF would otherwise answer 406 to an app that asks for the OPML it is about to get.
-    """
-
-    def select_renderer(
-        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
-    ) -> tuple[BaseRenderer, str]:
-        first = next(iter(renderers))
-        return first, str(first.media_type)
-
-
 OPML_MEDIA_TYPES = ["text/x-opml", "application/xml", "text/xml"]
 # What schemathesis (and a reader) can generate: an OPML document the import accepts. The real
 # reader takes any OPML; this only keeps generated "valid" bodies valid.
@@ -238,7 +223,7 @@ class SubscriptionOpmlView(APIView):
     """GET and POST /v1/subscriptions.opml: the user's subscriptions as OPML, and an import."""
 
     parser_classes = [RawOPMLParser, RawXMLParser, RawTextXMLParser, parsers.MultiPartParser]
-    content_negotiation_class = FirstRenderer
+    content_negotiation_class = FirstRenderer  # the export is OPML whatever Accept says
 
     @extend_schema(
         operation_id="subscriptions_opml_export",

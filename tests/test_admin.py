@@ -324,17 +324,23 @@ def test_ensure_staff_does_nothing_when_staff_exist(staff):
     assert not re.search(r"password:\s*\S", output, re.IGNORECASE)
 
 
+def failed_deletion(sub: Subscription, **extra: Any) -> Deletion:
+    """A failed deletion of `sub`, stamped as deletion_request stamps it: after its last change."""
+    return Deletion.objects.create(
+        user=sub.user,
+        subscription=sub,
+        guid=sub.guid,
+        status=Deletion.Status.FAILURE,
+        requested=sub.subscription_changed + timedelta(milliseconds=1),
+        **extra,
+    )
+
+
 def test_retry_action_reruns_a_failed_deletion_through_the_service(
     admin_client, alice, alpha, django_capture_on_commit_callbacks
 ):
-    deletion = Deletion.objects.create(
-        user=alice,
-        subscription=alpha,
-        guid=alpha.guid,
-        status=Deletion.Status.FAILURE,
-        message="The deletion process encountered an error and was rolled back",
-        # As deletion_request stamps it: after the subscription's last change.
-        requested=alpha.subscription_changed + timedelta(milliseconds=1),
+    deletion = failed_deletion(
+        alpha, message="The deletion process encountered an error and was rolled back"
     )
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -355,13 +361,7 @@ def test_retry_action_from_the_failure_filter_reports_no_skips(
     admin_client, alice, alpha, django_capture_on_commit_callbacks
 ):
     """The deletion succeeds at once (in-process), so it leaves the filtered list it came from."""
-    deletion = Deletion.objects.create(
-        user=alice,
-        subscription=alpha,
-        guid=alpha.guid,
-        status=Deletion.Status.FAILURE,
-        requested=alpha.subscription_changed + timedelta(milliseconds=1),
-    )
+    deletion = failed_deletion(alpha)
 
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(

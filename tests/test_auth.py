@@ -14,6 +14,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
+from config import auth
 from tests.factories import UserFactory
 from tests.helpers import assert_error, at_once
 
@@ -106,6 +107,18 @@ def test_a_deactivation_in_this_process_takes_effect_at_once(member, member_clie
     member.save()
 
     assert_unauthorized(member_client.get("/v1/subscriptions"))
+
+
+def test_a_user_remembered_again_before_the_deactivation_commits_is_forgotten_on_commit(
+    member, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        member.is_active = False
+        member.save()
+        # A request of this process reading the row before the commit still finds it active.
+        auth.active_users.add(member.pk)
+
+    assert member.pk not in auth.active_users
 
 
 def test_a_removed_users_token_is_refused_at_once(member, member_client):

@@ -26,3 +26,17 @@ class ContentNegotiation(DefaultContentNegotiation):
         ):
             return first, first.media_type
         return super().select_renderer(request, renderers, format_suffix)
+
+
+class FirstRenderer(DefaultContentNegotiation):
+    """Ignores Accept: a view that answers in one format answers in it, whatever a client asks.
+
+    The OPML export is OPML and its errors JSON; DRF would otherwise answer 406 to an app that
+    asks for the OPML it is about to get.
+    """
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        first = next(iter(renderers))
+        return first, str(first.media_type)
