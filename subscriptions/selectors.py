@@ -1,82 +1,32 @@
 """Reads of subscriptions."""
 
 import uuid
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Field, QuerySet
-from django.db.models.expressions import Col
+from django.db.models import QuerySet
 
+from config import sql
 from config.exceptions import Gone, NotFound
-from subscriptions.models import Subscription, SubscriptionGuid
+from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 SUBSCRIPTIONS = Subscription._meta.db_table
 GUIDS = SubscriptionGuid._meta.db_table
+FEEDS = SubscriptionFeed._meta.db_table
 _FIELDS = tuple(Subscription._meta.concrete_fields)
 _FIELD = {field.name: field for field in _FIELDS}
-
-
-class _Columns:
-    """The fields whose values a written-out query selects, in order (None: taken as it comes).
-
-    Reading them converts each value as the ORM would: PostgreSQL's need nothing, SQLite's
-    UUIDs and timestamps are text.
-    """
-
-    def __init__(self, *fields: Field | None):
-        self.fields = fields
-        self._converters: dict[str, list[tuple[int, Any, Col]]] = {}  # per database vendor
-
-    def converters(self) -> list[tuple[int, Any, Col]]:
-        found = self._converters.get(connection.vendor)
-        if found is None:
-            found = self._converters[connection.vendor] = [
-                (i, convert, field.cached_col)
-                for i, field in enumerate(self.fields)
-                if field is not None
-                for convert in connection.ops.get_db_converters(field.cached_col)
-                + field.get_db_converters(connection)
-            ]
-        return found
-
-
-def _fetch(
-    sql: str, params: list[Any], columns: _Columns, *, prepare: bool = False
-) -> list[tuple[Any, ...]]:
-    """The rows of written-out SQL, as `columns`; `prepare` only a lookup by a unique key, whose
-    plan does not depend on its values (config.postgresql).
-
-    The hottest reads are written out: building and compiling them through the ORM took a
-    fifth of a GET's CPU time, and model instances a third of a list's.
-    """
-    bound = getattr(connection, "bound_cursor", None)  # PostgreSQL's: binary, maybe prepared
-    with connection.cursor() if bound is None else bound(prepare=prepare) as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    converters = columns.converters()
-    if not converters:
-        return rows
-    converted = []
-    for row in rows:
-        values = list(row)
-        for i, convert, column in converters:
-            values[i] = convert(values[i], column, connection)
-        converted.append(tuple(values))
-    return converted
-
-
-def _param(field: Field, value: Any) -> Any:
-    return field.get_db_prep_value(value, connection)
-
-
+_ATTNAMES = [field.attname for field in _FIELDS]
 _GUID = SubscriptionGuid._meta.get_field("guid")
 _ASSIGNED = SubscriptionGuid._meta.get_field("assigned")
+_KEY_DIGEST = SubscriptionFeed._meta.get_field("key_digest")
 
-_SUBSCRIPTION_COLUMNS = _Columns(*_FIELDS)
+_SUBSCRIPTION_COLUMNS = sql.Columns(*_FIELDS)
+_SUBSCRIPTION_NAMES = ", ".join(f"s.{field.column}" for field in _FIELDS)
 # The guid's (user, guid) index finds it.
 _BY_GUID = (
-    f"SELECT {', '.join(f's.{field.column}' for field in _FIELDS)} FROM {SUBSCRIPTIONS} s"
+    f"SELECT {_SUBSCRIPTION_NAMES} FROM {SUBSCRIPTIONS} s"
     f" JOIN {GUIDS} g ON g.subscription_id = s.id"
     " WHERE g.user_id = %s AND g.guid = %s"
 )
@@ -87,16 +37,52 @@ def subscription_by_guid(*, user: Any, guid: uuid.UUID, lock: bool = False) -> S
 
     Another user's guid is not found, exactly like one that does not exist.
     """
-    sql = _BY_GUID
+    query = _BY_GUID
     if lock and connection.features.has_select_for_update_of:
-        sql += " FOR UPDATE OF s"
-    rows = _fetch(sql, [user.pk, _param(_GUID, guid)], _SUBSCRIPTION_COLUMNS, prepare=True)
+        query += " FOR UPDATE OF s"
+    rows = sql.fetch(query, [user.pk, sql.param(_GUID, guid)], _SUBSCRIPTION_COLUMNS, prepare=True)
     if not rows:
         raise NotFound()
-    sub = Subscription.from_db(connection.alias, [field.attname for field in _FIELDS], rows[0])
+    sub = Subscription.from_db(connection.alias, _ATTNAMES, rows[0])
     if sub.deleted is not None:
         raise Gone()
     return sub
+
+
+_REACHED_COLUMNS = sql.Columns(*_FIELDS, _GUID, None)
+
+
+def subscriptions_reached(
+    *, user: Any, guids: Collection[uuid.UUID], digests: Collection[str]
+) -> tuple[dict[uuid.UUID, Subscription], dict[str, Subscription]]:
+    """The user's subscriptions that have or had one of `guids`, by that guid, and those that
+    have or had a feed URL whose matching key's digest is one of `digests`, by that digest; in
+    one query, whose text does not grow with the lists. A subscription both reach is one
+    instance.
+    """
+    guid_in, guid_param = sql.any_of(_GUID, list(guids))
+    digest_in, digest_param = sql.any_of(_KEY_DIGEST, list(digests))
+    query = (
+        f"SELECT {_SUBSCRIPTION_NAMES}, g.guid, NULL FROM {GUIDS} g"
+        f" JOIN {SUBSCRIPTIONS} s ON s.id = g.subscription_id"
+        f" WHERE g.user_id = %s AND g.guid {guid_in}"
+        f" UNION ALL SELECT {_SUBSCRIPTION_NAMES}, NULL, f.key_digest FROM {FEEDS} f"
+        f" JOIN {SUBSCRIPTIONS} s ON s.id = f.subscription_id"
+        f" WHERE f.user_id = %s AND f.key_digest {digest_in}"
+    )
+    rows = sql.fetch(query, [user.pk, guid_param, user.pk, digest_param], _REACHED_COLUMNS)
+    loaded: dict[int, Subscription] = {}
+    by_guid: dict[uuid.UUID, Subscription] = {}
+    by_digest: dict[str, Subscription] = {}
+    for *values, guid, digest in rows:
+        sub = loaded.get(values[0])
+        if sub is None:
+            sub = loaded[values[0]] = Subscription.from_db(connection.alias, _ATTNAMES, values)
+        if guid is None:
+            by_digest[digest] = sub
+        else:
+            by_guid[guid] = sub
+    return by_guid, by_digest
 
 
 class ListedSubscription(NamedTuple):
@@ -111,7 +97,7 @@ class ListedSubscription(NamedTuple):
     listed_guid: uuid.UUID
 
 
-_LISTED_COLUMNS = _Columns(
+_LISTED_COLUMNS = sql.Columns(
     None,  # the total
     *(_FIELD[name] for name in ListedSubscription._fields[:-1]),
     _GUID,
@@ -150,14 +136,14 @@ def subscription_list(
     where, params = "user_id = %s", [user.pk]
     listed_guid, guid_params = _FIRST_GUID, []
     if since is not None:
-        at = _param(_ASSIGNED, since)
+        at = sql.param(_ASSIGNED, since)
         where, params = where + " AND changed > %s", [user.pk, at]
         listed_guid, guid_params = f"COALESCE({_GUID_AT_SINCE}, {_FIRST_GUID})", [at, at]
     # A subscription gains a second guid only by a guid change or a merge, which both set
     # guid_changed: without one, its one guid is the listed one, and no history is read.
     listed_guid = f"CASE WHEN page.guid_changed IS NULL THEN page.guid ELSE {listed_guid} END"
     first_id = f"SELECT id FROM {SUBSCRIPTIONS} WHERE {where} ORDER BY id LIMIT 1 OFFSET %s"
-    sql = (
+    query = (
         f"SELECT counted.total, {_PAGE_COLUMNS}, {listed_guid}"
         f" FROM (SELECT COUNT(*) AS total FROM {SUBSCRIPTIONS} WHERE {where}) counted"
         f" LEFT JOIN (SELECT id, {_LISTED_NAMES} FROM {SUBSCRIPTIONS}"
@@ -166,7 +152,9 @@ def subscription_list(
     )
     # An offset past any row finds none; one past the database's integers would be an error.
     offset = min(offset, 2**62)
-    rows = _fetch(sql, [*guid_params, *params, *params, *params, offset, limit], _LISTED_COLUMNS)
+    rows = sql.fetch(
+        query, [*guid_params, *params, *params, *params, offset, limit], _LISTED_COLUMNS
+    )
     total = rows[0][0]
     return total, [ListedSubscription(*row[1:]) for row in rows if row[1] is not None]
 

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import OuterRef, Subquery
 
-from config import clock
+from config import clock, sql
 from config.exceptions import Gone, InvalidInput, NotFound
-from subscriptions import feeds
+from subscriptions import feeds, selectors
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 
@@ -73,6 +73,18 @@ def lock_user_writes(user_id: int) -> datetime:
     return now
 
 
+# Every field of a new subscription but its id, its user and what the database computes.
+_CREATED_FIELDS = [
+    "guid",
+    "feed_url",
+    "is_subscribed",
+    "subscription_changed",
+    "guid_changed",
+    "deleted",
+    "created",
+]
+
+
 class _Workspace:
     """The user's subscriptions one request touches, changed in memory and written at once."""
 
@@ -81,36 +93,24 @@ class _Workspace:
     ):
         self.user = user
         self.now = now
-        self.by_guid: dict[uuid.UUID, Subscription] = {}
-        self.by_digest: dict[str, Subscription] = {}
         self._created: list[Subscription] = []
         self._dirty: dict[int, tuple[Subscription, set[str]]] = {}
         self._merged_into: dict[int, Subscription] = {}
         self._merged_saved: list[Subscription] = []
-        self._new_guid_rows: list[SubscriptionGuid] = []
+        self._new_guid_rows: list[tuple[Subscription, uuid.UUID]] = []
         self._replaced_guids: set[uuid.UUID] = set()
-        self._new_feed_rows: list[SubscriptionFeed] = []
+        self._new_feed_rows: list[tuple[Subscription, str, str]] = []  # and the URL, its digest
         # Subscriptions whose feed URL changed: their feed is checked in the background.
         self.moved: list[Subscription] = []
-
-        # Both queries may bring the same subscription: keep one instance of each.
-        loaded: dict[int, Subscription] = {}
-        guid_rows = SubscriptionGuid.objects.filter(user=user, guid__in=set(guids))
-        for guid_row in guid_rows.select_related("subscription"):
-            self.by_guid[guid_row.guid] = loaded.setdefault(
-                guid_row.subscription.pk, guid_row.subscription
-            )
-        feed_rows = SubscriptionFeed.objects.filter(user=user, key_digest__in=set(digests))
-        for feed_row in feed_rows.select_related("subscription"):
-            self.by_digest[feed_row.key_digest] = loaded.setdefault(
-                feed_row.subscription.pk, feed_row.subscription
-            )
+        self.by_guid, self.by_digest = selectors.subscriptions_reached(
+            user=user, guids=set(guids), digests=set(digests)
+        )
 
     # --- changes -----------------------------------------------------------------------------
 
     def create(self, entry: _ValidEntry, guid: uuid.UUID) -> Subscription:
         sub = Subscription(
-            user=self.user,
+            user_id=self.user.pk,
             guid=guid,
             feed_url=entry.url,
             is_subscribed=True,
@@ -196,7 +196,7 @@ class _Workspace:
         for key, (sub, changed) in self._dirty.items():
             if key not in created_ids:
                 groups[frozenset(changed)].append(sub)
-        Subscription.objects.bulk_create(self._created)
+        self._insert_created()
 
         if self._merged_saved:
             ids = [sub.pk for sub in self._merged_saved]
@@ -217,18 +217,39 @@ class _Workspace:
                 Subscription.objects.filter(pk__in=[sub.pk for sub in subs]).update(**values)
             else:
                 Subscription.objects.bulk_update(subs, sorted(fields))
-        new_rows: list[SubscriptionGuid | SubscriptionFeed] = [
-            *self._new_guid_rows,
-            *self._new_feed_rows,
-        ]
-        for new_row in new_rows:
-            new_row.subscription = self.final(new_row.subscription)
-        SubscriptionGuid.objects.bulk_create(self._new_guid_rows)
-        SubscriptionFeed.objects.bulk_create(self._new_feed_rows)
+        sql.insert(
+            SubscriptionGuid,
+            {
+                "subscription": [self.final(sub).pk for sub, _ in self._new_guid_rows],
+                "guid": [guid for _, guid in self._new_guid_rows],
+            },
+            same={"user": self.user.pk, "assigned": self.now},
+        )
+        sql.insert(
+            SubscriptionFeed,
+            {
+                "subscription": [self.final(sub).pk for sub, _, _ in self._new_feed_rows],
+                "url": [url for _, url, _ in self._new_feed_rows],
+                "key_digest": [digest for _, _, digest in self._new_feed_rows],
+            },
+            same={"user": self.user.pk, "assigned": self.now},
+        )
         if self._replaced_guids:
             SubscriptionGuid.objects.filter(user=self.user, guid__in=self._replaced_guids).update(
                 replaced=self.now
             )
+
+    def _insert_created(self) -> None:
+        """Insert the new subscriptions as they are now (a later entry may have changed one)."""
+        columns = {name: [getattr(sub, name) for sub in self._created] for name in _CREATED_FIELDS}
+        rows = sql.insert(
+            Subscription, columns, same={"user": self.user.pk}, returning=["guid", "id"]
+        )
+        ids = dict(rows)
+        for sub in self._created:
+            sub.pk = ids[sub.guid]
+            sub._state.adding = False
+            sub._state.db = connection.alias
 
     def _set(self, sub: Subscription, **values: Any) -> None:
         for field, value in values.items():
@@ -237,16 +258,11 @@ class _Workspace:
 
     def _add_guid(self, sub: Subscription, guid: uuid.UUID) -> None:
         self.by_guid[guid] = sub
-        self._new_guid_rows.append(
-            SubscriptionGuid(user=self.user, subscription=sub, guid=guid, assigned=self.now)
-        )
+        self._new_guid_rows.append((sub, guid))
 
     def _add_feed(self, sub: Subscription, url: str, digest: str) -> None:
-        row = SubscriptionFeed(
-            user=self.user, subscription=sub, url=url, key_digest=digest, assigned=self.now
-        )
         self.by_digest[digest] = sub
-        self._new_feed_rows.append(row)
+        self._new_feed_rows.append((sub, url, digest))
 
 
 def _validate_entry(entry: AddEntry) -> _ValidEntry:

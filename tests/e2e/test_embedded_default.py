@@ -124,6 +124,22 @@ def test_the_embedded_default_serves_a_sync(service):
     [item] = changed_since["subscriptions"]
     assert (item["guid"], item["new_guid"]) == (first["guid"], new_guid)
 
+    # Adds that reach what exists (a variant of a URL, a sent guid) and a feed moved by the
+    # same request that made it: the written-out SQL's SQLite forms.
+    sent = str(uuid.uuid4())
+    entries = [
+        {"feed_url": "HTTPS://Example.COM:443/1.xml/"},
+        {"feed_url": "https://例え.jp/フィード", "guid": sent},
+        {"feed_url": "https://例え.jp/新しい", "guid": sent},
+    ]
+    status, again = call(port, "POST", "/v1/subscriptions", {"subscriptions": entries}, token)
+    assert status == 200, again
+    assert [s["guid"] for s in again["success"]] == [added["success"][1]["guid"], sent, sent]
+    status, moved = call(port, "GET", f"/v1/subscriptions/{sent}", token=token)
+    assert (status, moved["feed_url"]) == (200, "https://例え.jp/新しい")
+    status, page = call(port, "GET", "/v1/subscriptions", token=token)
+    assert page["total"] == 6, page
+
     status, deletion = call(port, "DELETE", f"/v1/subscriptions/{new_guid}", token=token)
     assert status == 202, deletion
     deadline = time.monotonic() + 30
