@@ -38,10 +38,11 @@ def feed_checks_request(*, user_id: int, urls: Iterable[str]) -> None:
     """
     if not settings.FEED_CHECKS_ENABLED:
         return
-    by_digest = {feeds.feed_key_digest(url): url for url in urls}
-    if by_digest:
-        urls = sorted(by_digest.values())
-        transaction.on_commit(partial(_send_batch, user_id=user_id, urls=urls))
+    # The URLs of distinct subscriptions have distinct matching keys: only a subscription named
+    # twice comes twice, with the same URL. (Two URLs of one feed would be claimed once anyway.)
+    unique = sorted(set(urls))
+    if unique:
+        transaction.on_commit(partial(_send_batch, user_id=user_id, urls=unique))
 
 
 def _send_batch(*, user_id: int, urls: list[str]) -> None:

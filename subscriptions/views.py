@@ -36,6 +36,7 @@ from subscriptions.serializers import (
     SubscriptionSerializer,
     UpdateRequestSerializer,
     UpdateResponseSerializer,
+    add_response,
     item,
 )
 
@@ -134,7 +135,7 @@ class SubscriptionViewSet(viewsets.ViewSet):
                 services.AddEntry(**entry) for entry in serializer.validated_data["subscriptions"]
             ],
         )
-        return Response(AddResponseSerializer(result).data)
+        return Response(add_response(result))
 
     @extend_schema(
         parameters=[GUID_PARAMETER],
@@ -284,7 +285,7 @@ class SubscriptionOpmlView(APIView):
         result = services.subscription_add_many(
             user=request.user, entries=[services.AddEntry(feed_url=feed.url) for feed in found]
         )
-        return Response(AddResponseSerializer(result).data)
+        return Response(add_response(result))
 
 
 def _opml_document(request: Request) -> bytes:

@@ -400,3 +400,11 @@ def test_parse_guid_accepts_exactly_what_uuid_parses(text):
     except ValueError:
         expected = None
     assert parse_guid(text) == expected
+
+
+@pytest.mark.parametrize("code", range(128))
+def test_each_ascii_character_is_rejected_exactly_when_whitespace_or_control(code):
+    ch = chr(code)
+    bad = ch.isspace() or code < 32 or code == 127
+
+    assert is_valid(f"https://example.com/a{ch}b") is not bad

@@ -1,14 +1,25 @@
-"""The subscription item, built by hand for speed, is what its declared fields would make."""
+"""What is built by hand for speed is what the declared fields would make: the subscription item,
+the add response, and an add request's entries."""
 
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rest_framework import serializers
 
 from config.api.serializers import OmitNoneSerializer
 from subscriptions.models import Subscription
-from subscriptions.serializers import SubscriptionSerializer, item
+from subscriptions.serializers import (
+    AddRequestSerializer,
+    AddResponseSerializer,
+    SubscriptionSerializer,
+    add_response,
+    item,
+)
+from subscriptions.services import AddFailure, AddResult
 
 GUID = uuid.UUID("9b024349-ccf0-5f69-a609-6b82873eab3c")
 OLD = uuid.UUID("daac3ce5-7b16-4cf0-8294-86ad71944a64")
@@ -54,3 +65,80 @@ def test_an_item_is_what_its_declared_fields_make(values, asked):
     assert shown == by_fields(sub, asked)
     assert list(shown) == [key for key in SubscriptionSerializer().fields if key in shown]
     assert SubscriptionSerializer((sub, asked)).data == shown
+
+
+def test_an_add_response_is_what_its_declared_fields_make():
+    result = AddResult(
+        success=[
+            Subscription(
+                guid=GUID,
+                feed_url=url,
+                is_subscribed=True,
+                subscription_changed=AT,
+            )
+            for url in ["https://podnews.net/rss", "https://例え.jp/フィード?a=1&b=\u2028"]
+        ],
+        failure=[
+            AddFailure(feed_url="no-protocol", message="No protocol present"),
+            AddFailure(feed_url="https://a.example/\ud800", message="Feed URL contains ..."),
+        ],
+    )
+
+    shown = add_response(result)  # what the view answers
+
+    assert shown == serializers.Serializer.to_representation(AddResponseSerializer(), result)
+    assert AddResponseSerializer(result).data == shown
+    assert add_response(AddResult(success=[], failure=[])) == {"success": [], "failure": []}
+
+
+class AddRequestByFields(AddRequestSerializer):
+    """The add request as its declared fields alone take it."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return serializers.Serializer.to_internal_value(self, data)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=8,
+)
+entries = st.fixed_dictionaries(
+    {},
+    optional={
+        "feed_url": st.text(max_size=12) | json_values,
+        "guid": st.uuids().map(str) | json_values,
+        "other": json_values,
+    },
+)
+add_bodies = json_values | st.fixed_dictionaries(
+    {"subscriptions": st.lists(entries | json_values, max_size=4) | json_values},
+    optional={"other": json_values},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=add_bodies)
+def test_an_add_request_is_taken_as_its_declared_fields_take_it(body):
+    fast, by_fields = AddRequestSerializer(data=body), AddRequestByFields(data=body)
+
+    assert fast.is_valid() == by_fields.is_valid()
+    assert fast.errors == by_fields.errors
+    if by_fields.is_valid():
+        assert fast.validated_data == by_fields.validated_data
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"subscriptions": []},
+        {"subscriptions": [{"feed_url": "https://a.example/"}, {"feed_url": "x", "guid": None}]},
+        {"subscriptions": [{"feed_url": "x", "guid": 5, "more": [1]}], "other": {}},
+    ],
+)
+def test_well_formed_add_requests_are_taken_whole(body):
+    fast, by_fields = AddRequestSerializer(data=body), AddRequestByFields(data=body)
+
+    assert fast.is_valid()
+    assert by_fields.is_valid()
+    assert fast.validated_data == by_fields.validated_data
