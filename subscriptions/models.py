@@ -61,7 +61,10 @@ class Subscription(models.Model):
 class SubscriptionGuid(models.Model):
     """A guid a subscription has, or has had: unique per user, so it names one subscription."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # Indexed by the unique constraint below, which starts with it.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     subscription = models.ForeignKey(
         Subscription, on_delete=models.CASCADE, related_name="guid_history", db_index=False
     )
@@ -90,7 +93,10 @@ class SubscriptionGuid(models.Model):
 class SubscriptionFeed(models.Model):
     """A feed URL a subscription has, or has had, under its matching key (unique per user)."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # Indexed by the unique constraint below, which starts with it.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     subscription = models.ForeignKey(
         Subscription, on_delete=models.CASCADE, related_name="feed_history"
     )
