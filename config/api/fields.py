@@ -11,8 +11,7 @@ from rest_framework import serializers
 
 def format_timestamp(value: datetime) -> str:
     """RFC 3339 in UTC with milliseconds and Z: 2023-02-23T14:00:00.000Z."""
-    value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
