@@ -9,11 +9,30 @@ the fields' own, and on PostgreSQL a list of rows is a few array parameters the 
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import Field, Model
 from django.db.models.expressions import Col
+
+
+class AsText(NamedTuple):
+    """A UUID field's column selected as `CAST(column AS text)`, read as the UUID's canonical
+    string: PostgreSQL's text is that already; SQLite's (Django's 32 hex digits) is made so.
+
+    For what is only shown: loading a UUID from binary and printing it again cost more than
+    the rest of a list item.
+    """
+
+    field: Field
+
+    @staticmethod
+    def sql(column: str) -> str:
+        return f"CAST({column} AS text)"
+
+
+def _as_string(value: Any, expression: Any, connection: Any) -> Any:
+    return None if value is None else str(value)
 
 
 class Columns:
@@ -23,7 +42,7 @@ class Columns:
     UUIDs and timestamps are text.
     """
 
-    def __init__(self, *fields: Field | None):
+    def __init__(self, *fields: Field | AsText | None):
         self.fields = fields
         self._converters: dict[str, list[tuple[int, Any, Col]]] = {}  # per database vendor
 
@@ -31,11 +50,10 @@ class Columns:
         found = self._converters.get(connection.vendor)
         if found is None:
             found = self._converters[connection.vendor] = [
-                (i, convert, field.cached_col)
-                for i, field in enumerate(self.fields)
-                if field is not None
-                for convert in connection.ops.get_db_converters(field.cached_col)
-                + field.get_db_converters(connection)
+                (i, convert, _field_of(column).cached_col)
+                for i, column in enumerate(self.fields)
+                if column is not None
+                for convert in _converters(column)
             ]
         return found
 
@@ -50,6 +68,18 @@ class Columns:
                 values[i] = convert(values[i], column, connection)
             converted.append(tuple(values))
         return converted
+
+
+def _field_of(column: Field | AsText) -> Field:
+    return column.field if isinstance(column, AsText) else column
+
+
+def _converters(column: Field | AsText) -> list[Any]:
+    if isinstance(column, AsText) and connection.vendor == "postgresql":
+        return []
+    field = _field_of(column)
+    found = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(connection)
+    return [*found, _as_string] if isinstance(column, AsText) else found
 
 
 def _cursor(*, prepare: bool = False) -> Any:

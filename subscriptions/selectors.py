@@ -86,21 +86,26 @@ def subscriptions_reached(
 
 
 class ListedSubscription(NamedTuple):
-    """A subscription as the list shows it: `listed_guid` is the guid it is listed under."""
+    """A subscription as the list shows it: `listed_guid` is the guid it is listed under. Both
+    guids are canonical strings."""
 
     feed_url: str
-    guid: uuid.UUID
+    guid: str
     is_subscribed: bool
     subscription_changed: datetime
     guid_changed: datetime | None
     deleted: datetime | None
-    listed_guid: uuid.UUID
+    listed_guid: str
 
 
+# Both guids as text: they are only shown.
 _LISTED_COLUMNS = sql.Columns(
     None,  # the total
-    *(_FIELD[name] for name in ListedSubscription._fields[:-1]),
-    _GUID,
+    *(
+        sql.AsText(_FIELD[name]) if name == "guid" else _FIELD[name]
+        for name in ListedSubscription._fields[:-1]
+    ),
+    sql.AsText(_GUID),
 )
 _FIRST_GUID = (
     f"(SELECT g.guid FROM {GUIDS} g WHERE g.subscription_id = page.id"
@@ -114,7 +119,10 @@ _GUID_AT_SINCE = (
     " ORDER BY g.replaced IS NULL, g.replaced, g.assigned, g.id LIMIT 1)"
 )
 _LISTED_NAMES = ", ".join(ListedSubscription._fields[:-1])
-_PAGE_COLUMNS = ", ".join(f"page.{name}" for name in ListedSubscription._fields[:-1])
+_PAGE_COLUMNS = ", ".join(
+    sql.AsText.sql(f"page.{name}") if name == "guid" else f"page.{name}"
+    for name in ListedSubscription._fields[:-1]
+)
 
 
 def subscription_list(
@@ -141,7 +149,9 @@ def subscription_list(
         listed_guid, guid_params = f"COALESCE({_GUID_AT_SINCE}, {_FIRST_GUID})", [at, at]
     # A subscription gains a second guid only by a guid change or a merge, which both set
     # guid_changed: without one, its one guid is the listed one, and no history is read.
-    listed_guid = f"CASE WHEN page.guid_changed IS NULL THEN page.guid ELSE {listed_guid} END"
+    listed_guid = sql.AsText.sql(
+        f"CASE WHEN page.guid_changed IS NULL THEN page.guid ELSE {listed_guid} END"
+    )
     first_id = f"SELECT id FROM {SUBSCRIPTIONS} WHERE {where} ORDER BY id LIMIT 1 OFFSET %s"
     query = (
         f"SELECT counted.total, {_PAGE_COLUMNS}, {listed_guid}"

@@ -129,9 +129,10 @@ class SubscriptionSerializer(OmitNoneSerializer):
         return item(*instance)
 
 
-def item(sub: Any, asked: uuid.UUID) -> dict[str, Any]:
+def item(sub: Any, asked: uuid.UUID | str) -> dict[str, Any]:
     """`sub` as SubscriptionSerializer shows it read by `asked`; without a serializer, whose
-    making cost a page as much as its items."""
+    making cost a page as much as its items. Guids are UUIDs, or (the list's) their canonical
+    strings."""
     shown = {
         "feed_url": sub.feed_url,
         "guid": str(asked),

@@ -650,7 +650,7 @@ def test_a_list_query_reads_only_the_users_own_index_entries(transactional_db):
     Subscription.objects.filter(pk__in=spread).update(subscription_changed=later)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
-    mine = {s.guid for s in subs if s.user == me}
+    mine = {str(s.guid) for s in subs if s.user == me}
     last_50 = start + timedelta(minutes=10_000 - 51)
     everything = start - timedelta(days=1)
 

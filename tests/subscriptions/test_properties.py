@@ -189,5 +189,5 @@ def test_the_list_shows_each_subscription_under_its_guid_at_since(user, clock, s
             ]
             assert total == len(expected)
             assert [(item.guid, item.listed_guid) for item in items] == [
-                (sub.guid, listed_guid(sub, since)) for sub in expected
+                (str(sub.guid), str(listed_guid(sub, since))) for sub in expected
             ]

@@ -65,6 +65,9 @@ def test_an_item_is_what_its_declared_fields_make(values, asked):
     assert shown == by_fields(sub, asked)
     assert list(shown) == [key for key in SubscriptionSerializer().fields if key in shown]
     assert SubscriptionSerializer((sub, asked)).data == shown
+    # The list reads guids as canonical strings.
+    listed = Subscription(guid=str(GUID), **{**defaults, **values})
+    assert item(listed, str(asked)) == shown
 
 
 def test_an_add_response_is_what_its_declared_fields_make():
