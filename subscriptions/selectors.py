@@ -152,19 +152,20 @@ def subscription_list(
     listed_guid = sql.AsText.sql(
         f"CASE WHEN page.guid_changed IS NULL THEN page.guid ELSE {listed_guid} END"
     )
-    first_id = f"SELECT id FROM {SUBSCRIPTIONS} WHERE {where} ORDER BY id LIMIT 1 OFFSET %s"
+    page_where, page_params = where, params
+    if offset:  # the first page starts at the first row: a query the less to plan
+        first_id = f"SELECT id FROM {SUBSCRIPTIONS} WHERE {where} ORDER BY id LIMIT 1 OFFSET %s"
+        # An offset past any row finds none; one past the database's integers is an error.
+        page_where += f" AND id >= ({first_id})"
+        page_params = [*params, *params, min(offset, 2**62)]
     query = (
         f"SELECT counted.total, {_PAGE_COLUMNS}, {listed_guid}"
         f" FROM (SELECT COUNT(*) AS total FROM {SUBSCRIPTIONS} WHERE {where}) counted"
         f" LEFT JOIN (SELECT id, {_LISTED_NAMES} FROM {SUBSCRIPTIONS}"
-        f" WHERE {where} AND id >= ({first_id}) ORDER BY id LIMIT %s) page ON TRUE"
+        f" WHERE {page_where} ORDER BY id LIMIT %s) page ON TRUE"
         " ORDER BY page.id"
     )
-    # An offset past any row finds none; one past the database's integers would be an error.
-    offset = min(offset, 2**62)
-    rows = sql.fetch(
-        query, [*guid_params, *params, *params, *params, offset, limit], _LISTED_COLUMNS
-    )
+    rows = sql.fetch(query, [*guid_params, *params, *page_params, limit], _LISTED_COLUMNS)
     total = rows[0][0]
     return total, [ListedSubscription(*row[1:]) for row in rows if row[1] is not None]
 
