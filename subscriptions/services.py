@@ -75,13 +75,9 @@ def lock_user_writes(user_id: int) -> datetime:
 
 # Every field of a new subscription but its id, its user and what the database computes.
 _CREATED_FIELDS = [
-    "guid",
-    "feed_url",
-    "is_subscribed",
-    "subscription_changed",
-    "guid_changed",
-    "deleted",
-    "created",
+    field.name
+    for field in Subscription._meta.concrete_fields
+    if field.name not in ("id", "user") and not getattr(field, "generated", False)
 ]
 
 
