@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import Field, Model
+from django.db.models import CharField, Field, Model
 from django.db.models.expressions import Col
 
 
@@ -112,12 +112,22 @@ def _params(field: Field, values: Sequence[Any]) -> Sequence[Any]:
     return [field.get_db_prep_value(value, connection) for value in values]
 
 
+def _cast_type(field: Field) -> str:
+    """The PostgreSQL type a parameter for `field` is cast to: strings to text, because an
+    explicit cast to varchar(n) would cut a longer one where storing it must fail."""
+    return "text" if isinstance(field, CharField) else str(field.db_type(connection))
+
+
+def _json(values: Any) -> str:
+    return json.dumps(values, ensure_ascii=False)
+
+
 def any_of(field: Field, values: Sequence[Any]) -> tuple[str, Any]:
     """SQL that is true when `field`'s column is one of `values`, and its one parameter: a
     statement whose length does not grow with the list."""
     if connection.vendor == "postgresql":
-        return f"= ANY(%b::{field.db_type(connection)}[])", list(values)
-    return "IN (SELECT value FROM json_each(%s))", json.dumps(_params(field, values))
+        return f"= ANY(%b::{_cast_type(field)}[])", list(values)
+    return "IN (SELECT value FROM json_each(%s))", _json(_params(field, values))
 
 
 def _field(model: type[Model], name: str) -> tuple[Field, str]:
@@ -142,6 +152,8 @@ def insert(
     Values must be of their fields' Python types: they are converted only as far as the
     database needs (not validated).
     """
+    if not columns:
+        raise ValueError("insert() needs at least one column that varies")
     if not len(next(iter(columns.values()))):
         return []
     constants = [(*_field(model, name), value) for name, value in same.items()]
@@ -149,9 +161,9 @@ def insert(
     names = ", ".join(column for _, column, _ in [*constants, *varying])
     params = [param(field, value) for field, _, value in constants]
     if connection.vendor == "postgresql":
-        selected = [f"%s::{field.db_type(connection)}" for field, _, _ in constants]
+        selected = [f"%s::{_cast_type(field)}" for field, _, _ in constants]
         selected += [f"u.c{i}" for i in range(len(varying))]
-        arrays = ", ".join(f"%b::{field.db_type(connection)}[]" for field, _, _ in varying)
+        arrays = ", ".join(f"%b::{_cast_type(field)}[]" for field, _, _ in varying)
         aliases = ", ".join(f"c{i}" for i in range(len(varying)))
         source = f"unnest({arrays}) AS u({aliases})"
         params += [list(_params(field, values)) for field, _, values in varying]
@@ -160,7 +172,7 @@ def insert(
         selected += [f"json_extract(value, '$[{i}]')" for i in range(len(varying))]
         source = "json_each(%s)"
         rows = zip(*(_params(field, values) for field, _, values in varying), strict=True)
-        params.append(json.dumps(list(rows)))
+        params.append(_json(list(rows)))
     table = connection.ops.quote_name(model._meta.db_table)
     query = f"INSERT INTO {table} ({names}) SELECT {', '.join(selected)} FROM {source}"
     if not returning:

@@ -139,7 +139,7 @@ def item(sub: Any, asked: uuid.UUID | str) -> dict[str, Any]:
         "is_subscribed": sub.is_subscribed,
         "subscription_changed": format_timestamp(sub.subscription_changed),
     }
-    if sub.guid != asked:
+    if str(sub.guid) != shown["guid"]:
         shown["new_guid"] = str(sub.guid)
     if sub.guid_changed is not None:
         shown["guid_changed"] = format_timestamp(sub.guid_changed)

@@ -242,6 +242,8 @@ class _Workspace:
             Subscription, columns, same={"user": self.user.pk}, returning=["guid", "id"]
         )
         ids = dict(rows)
+        if len(ids) != len(self._created):  # guids are unique per user, so never
+            raise RuntimeError("the new subscriptions' guids did not map one to one to rows")
         for sub in self._created:
             sub.pk = ids[sub.guid]
             sub._state.adding = False

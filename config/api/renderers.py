@@ -23,7 +23,8 @@ class JSONRenderer(renderers.JSONRenderer):
     DRF's own makes the rest: indented output (orjson indents by two spaces only), and data that
     cannot be UTF-8, which it escapes to ASCII: a lone surrogate a client sent (valid in JSON
     as "\\ud800") and that we echo back, in a failure entry for instance, round-trips as a JSON
-    escape.
+    escape. One difference: a float that is NaN or infinite becomes null where DRF's raises; no
+    response carries a float.
     """
 
     def render(
