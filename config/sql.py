@@ -130,7 +130,7 @@ def any_of(field: Field, values: Sequence[Any]) -> tuple[str, Any]:
     return "IN (SELECT value FROM json_each(%s))", _json(_params(field, values))
 
 
-def _field(model: type[Model], name: str) -> tuple[Field, str]:
+def _model_column(model: type[Model], name: str) -> tuple[Field, str]:
     """The field `name` of `model`, and its column's quoted name."""
     field = model._meta.get_field(name)
     if not isinstance(field, Field) or not field.column:
@@ -156,8 +156,8 @@ def insert(
         raise ValueError("insert() needs at least one column that varies")
     if not len(next(iter(columns.values()))):
         return []
-    constants = [(*_field(model, name), value) for name, value in same.items()]
-    varying = [(*_field(model, name), values) for name, values in columns.items()]
+    constants = [(*_model_column(model, name), value) for name, value in same.items()]
+    varying = [(*_model_column(model, name), values) for name, values in columns.items()]
     names = ", ".join(column for _, column, _ in [*constants, *varying])
     params = [param(field, value) for field, _, value in constants]
     if connection.vendor == "postgresql":
@@ -179,6 +179,6 @@ def insert(
         with _cursor() as cursor:
             cursor.execute(query, params)
         return []
-    wanted = [_field(model, name) for name in returning]
+    wanted = [_model_column(model, name) for name in returning]
     query += " RETURNING " + ", ".join(column for _, column in wanted)
     return fetch(query, params, Columns(*(field for field, _ in wanted)))

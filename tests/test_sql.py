@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.db import DataError, connection, transaction
+from django.db import DataError, transaction
 
 from config import sql
 from subscriptions.models import Subscription, SubscriptionFeed
@@ -84,4 +84,3 @@ def test_as_text_reads_a_uuid_as_its_canonical_string():
     query = f"SELECT {sql.AsText.sql('guid')} FROM {Subscription._meta.db_table} WHERE user_id = %s"
 
     assert sql.fetch(query, [user.pk], sql.Columns(sql.AsText(field))) == [(str(guid),)]
-    assert connection.vendor == "postgresql"

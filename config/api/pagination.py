@@ -1,6 +1,6 @@
 """Pages as the OPA lists them: {total, page, per_page, next, previous, <items>}.
 
-DRF's page-number pagination with the OPA's names, strict parameters (a bad one is a 405 that
+Page-number pagination with the OPA's names, strict parameters (a bad one is a 405 that
 names it, never a silent default), and a page past the end that is empty rather than a 404. A
 page and the total come from one call, so that a selector can read both in one query.
 """
@@ -19,8 +19,11 @@ from config.api.params import MAX_INTEGER, parse_integer, query_param
 Fetch = Callable[..., tuple[int, list[Any]]]
 
 
-class OpaPagination(pagination.PageNumberPagination):
+class OpaPagination(pagination.BasePagination):
+    """Its own paginate(), not DRF's paginate_queryset(), which it does not offer."""
+
     page_size = 50
+    page_query_param = "page"
     page_size_query_param = "per_page"
     items_key = "results"
     request: Request
@@ -29,7 +32,7 @@ class OpaPagination(pagination.PageNumberPagination):
     size: int
 
     @property
-    def max_page_size(self) -> int:  # type: ignore[override]
+    def max_page_size(self) -> int:
         return int(settings.MAX_PAGE_SIZE)
 
     def paginate(self, fetch: Fetch, request: Request) -> list[Any]:
@@ -45,7 +48,7 @@ class OpaPagination(pagination.PageNumberPagination):
         """The last page with items; 1 when there are none (an empty list has one empty page)."""
         return max(1, (self.total + self.size - 1) // self.size)
 
-    def get_page_number(self, request: Request, paginator: Any = None) -> int:
+    def get_page_number(self, request: Request) -> int:
         value = query_param(request, self.page_query_param)
         return 1 if value is None else parse_integer(self.page_query_param, value)
 
