@@ -19,8 +19,9 @@ class DeletionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-run selected failed or pending deletions")
     def retry(self, request: HttpRequest, queryset: QuerySet[Deletion]) -> None:
-        # Counted before sending: a deletion that has run since may no longer match the
-        # list's filter (status FAILURE, say), and the queryset would count it out.
+        # Counted before sending: deletion_retry puts each failed one back to PENDING (and an
+        # in-process run may finish it), so it may no longer match the list's filter (status
+        # FAILURE, say), and counting the queryset afterwards would leave it out.
         selected = queryset.count()
         ids = list(queryset.exclude(status=Deletion.Status.SUCCESS).values_list("pk", flat=True))
         sent = services.deletion_retry(deletion_ids=ids)

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config import clock
+from config.api.errors import unsupported_media_type_message
 from config.api.negotiation import FirstRenderer
 from config.api.pagination import OpaPagination
 from config.api.params import bad_parameter, parse_timestamp, query_param, reject_unknown
@@ -192,7 +193,8 @@ class SubscriptionViewSet(viewsets.ViewSet):
         return Response(DeletionRequestedSerializer(deletion).data, status=202)
 
 
-OPML_MEDIA_TYPES = ["text/x-opml", "application/xml", "text/xml"]
+OPML_PARSERS = [RawOPMLParser, RawXMLParser, RawTextXMLParser]
+OPML_MEDIA_TYPES = [parser.media_type for parser in OPML_PARSERS]
 # What schemathesis (and a reader) can generate: an OPML document the import accepts. The real
 # reader takes any OPML; this only keeps generated "valid" bodies valid.
 OPML_SCHEMA = {
@@ -212,18 +214,16 @@ OPML_IMPORT_EXAMPLE = OpenApiExample(
         'xmlUrl="https://podnews.net/rss"/></body></opml>'
     ),
 )
+OPML_IMPORT_PARSERS = [*OPML_PARSERS, parsers.MultiPartParser]
 UNSUPPORTED_OPML_TYPE = OpenApiResponse(
-    ErrorSerializer,
-    description=(
-        "Unsupported media type: send text/x-opml, application/xml, text/xml or multipart/form-data"
-    ),
+    ErrorSerializer, description=unsupported_media_type_message(OPML_IMPORT_PARSERS) or ""
 )
 
 
 class SubscriptionOpmlView(APIView):
     """GET and POST /v1/subscriptions.opml: the user's subscriptions as OPML, and an import."""
 
-    parser_classes = [RawOPMLParser, RawXMLParser, RawTextXMLParser, parsers.MultiPartParser]
+    parser_classes = OPML_IMPORT_PARSERS
     content_negotiation_class = FirstRenderer  # the export is OPML whatever Accept says
 
     @extend_schema(
@@ -292,7 +292,7 @@ def _opml_document(request: Request) -> bytes:
     """The body's bytes, or the multipart upload's `file` field (a file or a plain field)."""
     if isinstance(request.data, bytes):
         return request.data
-    upload = request.data.get("file") if hasattr(request.data, "get") else None
+    upload = request.data.get("file") if isinstance(request.data, dict) else None
     if isinstance(upload, UploadedFile):
         return upload.read()
     if isinstance(upload, str):

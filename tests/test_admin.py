@@ -360,7 +360,7 @@ def test_retry_action_reruns_a_failed_deletion_through_the_service(
 def test_retry_action_from_the_failure_filter_reports_no_skips(
     admin_client, alice, alpha, django_capture_on_commit_callbacks
 ):
-    """The deletion succeeds at once (in-process), so it leaves the filtered list it came from."""
+    """Sending the deletion again takes it out of the FAILURE filter the list was shown with."""
     deletion = failed_deletion(alpha)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -414,6 +414,8 @@ def test_user_list_shows_subscription_counts_in_a_fixed_number_of_queries(
     subscription_update(
         user=alice, guid=dropped.guid, change=SubscriptionUpdate(is_subscribed=False)
     )
+    gone = subscribe(alice, "https://alpha.example/gone")
+    Subscription.objects.filter(pk=gone.pk).update(is_subscribed=False, deleted=gone.created)
     for n in range(5):
         subscribe(UserFactory(), f"https://many.example/{n}")
 
@@ -422,7 +424,7 @@ def test_user_list_shows_subscription_counts_in_a_fixed_number_of_queries(
 
     assert response.status_code == 200
     rows = {u.username: u for u in response.context["cl"].result_list}
-    assert (rows["alice"]._subscribed, rows["alice"]._subscriptions) == (2, 3)
+    assert (rows["alice"]._subscribed, rows["alice"]._subscriptions) == (2, 4)
     assert (rows["bob"]._subscribed, rows["bob"]._subscriptions) == (0, 0)
     assert "subscriptions (all)" in response.content.decode().lower()
 
@@ -460,6 +462,23 @@ def test_deactivate_action_stops_the_users_tokens(admin_client, staff, anon):
     assert refresh.status_code == 401
 
 
+def test_activate_action_lets_a_deactivated_user_log_in_again(admin_client, anon):
+    user: Any = UserFactory(username="returning", with_password="a long and unusual passphrase 9")
+    type(user).objects.filter(pk=user.pk).update(is_active=False)
+
+    response = admin_client.post(
+        "/admin/auth/user/", {"action": "activate", "_selected_action": [user.pk]}, follow=True
+    )
+
+    assert "Activated 1 user(s)." in response.content.decode()
+    login = anon.post(
+        "/v1/auth/login",
+        {"username": "returning", "password": "a long and unusual passphrase 9"},
+        format="json",
+    )
+    assert login.status_code == 200
+
+
 def test_staff_reset_a_users_password(admin_client, anon):
     user: Any = UserFactory(username="forgetful", with_password="the old passphrase that was lost")
     password = "a brand new and unusual passphrase 7"
@@ -476,8 +495,10 @@ def test_staff_reset_a_users_password(admin_client, anon):
     assert login.status_code == 200
 
 
-def test_subscription_list_shows_the_last_change_and_filters_by_user(admin_client, alpha, beta):
-    response = admin_client.get(SUBSCRIPTIONS, {"user__id__exact": alpha.user_id})
+def test_subscription_list_shows_the_last_change_and_finds_a_users_by_username(
+    admin_client, alpha, beta
+):
+    response = admin_client.get(SUBSCRIPTIONS, {"q": alpha.user.username})
 
     assert {s.pk for s in response.context["cl"].result_list} == {alpha.pk}
     assert "last change" in response.content.decode().lower()
@@ -566,3 +587,14 @@ def test_export_opml_command_to_stdout(alice, alpha):
 
     assert out.getvalue().startswith('<?xml version="1.0" encoding="UTF-8"?>')
     assert 'xmlUrl="https://alpha.example/feed.xml"' in out.getvalue()
+
+
+def test_export_opml_command_counts_what_it_wrote_without_a_progress_bar(alice, alpha, tmp_path):
+    err = StringIO()
+
+    call_command(
+        "export_opml", "alice", "-o", str(tmp_path / "a.opml"), "--no-progress", stderr=err
+    )
+
+    assert "Wrote 1 feed(s)" in err.getvalue()
+    assert "Exporting" not in err.getvalue()

@@ -6,6 +6,7 @@ with `errors` naming the bad fields. Input that cannot be validated is a 405, as
 
 import logging
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -84,10 +85,9 @@ def _is_conflict(exc: Exception) -> bool:
     )
 
 
-def _unsupported_media_type_message(context: dict[str, Any]) -> str | None:
-    """Names the content types the view reads, e.g. `send application/json`."""
-    view = context.get("view")
-    accepted = [parser.media_type for parser in view.get_parsers()] if view else []
+def unsupported_media_type_message(parsers: Iterable[Any]) -> str | None:
+    """Names the content types `parsers` read, e.g. `send application/json`."""
+    accepted = [parser.media_type for parser in parsers]
     if not accepted:
         return None
     names = accepted[0] if len(accepted) == 1 else f"{', '.join(accepted[:-1])} or {accepted[-1]}"
@@ -132,7 +132,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             headers["Retry-After"] = str(math.ceil(wait))
     elif isinstance(exc, drf.UnsupportedMediaType):
         status = 415
-        message = _unsupported_media_type_message(context)
+        view = context.get("view")
+        message = unsupported_media_type_message(view.get_parsers() if view else [])
     elif isinstance(exc, drf.PermissionDenied | PermissionDenied):
         status = 403
     elif isinstance(exc, drf.APIException):

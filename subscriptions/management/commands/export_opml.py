@@ -25,9 +25,10 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"No user named {username!r}")
         found = selectors.subscription_current(user=user).values_list("feed_url", flat=True)
+        total = found.count()
         urls = tqdm(
             found.iterator(),
-            total=found.count(),
+            total=total,
             unit="feed",
             desc="Exporting",
             file=progress_stream(self),
@@ -42,7 +43,7 @@ class Command(BaseCommand):
             self.stdout.write(document.decode(), ending="")
         else:
             Path(output).write_bytes(document)
-            self.stderr.write(f"Wrote {urls.n} feed(s) to {output}")
+            self.stderr.write(f"Wrote {total} feed(s) to {output}")
 
 
 def progress_stream(command: BaseCommand) -> Any:

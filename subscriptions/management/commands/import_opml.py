@@ -1,7 +1,10 @@
-"""Add every feed of an OPML file to a user's subscriptions, as POST /v1/subscriptions.opml does.
+"""Add every feed of an OPML file to a user's subscriptions, by the rules of POST
+/v1/subscriptions.opml.
 
-The file may be larger than the API's body limit: its feeds are added in batches of
-MAX_ADD_ENTRIES through the same service, each batch one transaction, with a progress bar.
+The file may be larger than the API's body and feed limits: its feeds are added in batches of
+MAX_ADD_ENTRIES through the same service, with a progress bar. Each batch is its own
+transaction (the API adds a whole document in one), so a failure part-way keeps the batches
+before it; running the command again adds the rest and changes nothing for those.
 """
 
 from pathlib import Path
