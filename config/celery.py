@@ -16,12 +16,11 @@ app.autodiscover_tasks()
 # serialization failure.
 TRANSIENT_DATABASE_ERRORS = (OperationalError, InterfaceError)
 
-# How every task of the project survives (product.md section 10): acknowledged only once done,
-# so a message of a worker that dies is delivered again; retried on transient database errors,
-# backing off up to a minute. Each task adds its queue and its number of retries.
+# How a task that writes survives transient database errors (product.md section 10): retried,
+# backing off up to a minute. Each task adds its queue and its number of retries. (Every task is
+# acknowledged only once done, so a message of a worker that dies is delivered again: the
+# settings' CELERY_TASK_ACKS_LATE and CELERY_TASK_REJECT_ON_WORKER_LOST.)
 RELIABLE: dict[str, Any] = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
     "autoretry_for": TRANSIENT_DATABASE_ERRORS,
     "retry_backoff": 1,
     "retry_backoff_max": 60,

@@ -6,7 +6,7 @@ from config.celery import RELIABLE
 from feedchecks import services
 
 
-@shared_task(queue="feeds", acks_late=True, reject_on_worker_lost=True)
+@shared_task(queue="feeds")
 def check_feeds(urls: list[str], user_id: int) -> int:
     return services.feed_checks_send(urls=urls, user_id=user_id)
 

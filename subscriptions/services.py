@@ -19,6 +19,7 @@ from django.db.models import OuterRef, Subquery
 
 from config import clock, sql
 from config.exceptions import Gone, InvalidInput, NotFound
+from deletions.models import Deletion
 from subscriptions import feeds, selectors
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
@@ -411,7 +412,9 @@ def subscription_apply_feed_identity(
     `new_feed_url` (a permanent move) moves it, keeping the old URL in its history. When the
     guid or URL already reaches another of the user's subscriptions, the two become one with
     every guid and URL of both, and the state of the more alive of the two (subscribed over
-    unsubscribed over deleted). Returns whether anything changed.
+    unsubscribed over deleted). Nothing changes while a deletion of either is pending: the
+    change would make the deletion fail as if the user had re-subscribed (product.md section
+    10). Returns whether anything changed.
     """
     new_digest = feeds.feed_key_digest(new_feed_url) if new_feed_url else None
     if new_digest == key_digest:
@@ -426,6 +429,11 @@ def subscription_apply_feed_identity(
             or sub.deleted is not None
             or feeds.feed_key_digest(sub.feed_url) != key_digest
         ):
+            return False
+        reached = [sub, ws.by_guid.get(guid) if guid else None, ws.by_digest.get(new_digest or "")]
+        if Deletion.objects.filter(
+            subscription__in=[s for s in reached if s is not None], status=Deletion.Status.PENDING
+        ).exists():
             return False
         changed = False
         if guid is not None and guid != sub.guid and _guid_is_computed(sub):

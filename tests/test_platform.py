@@ -403,6 +403,8 @@ def test_celery_settings_make_a_lost_task_impossible():
     assert getattr(process_deletion, "queue", None) == "deletions"
     assert getattr(check_feed, "queue", None) == "feeds"
     assert getattr(check_feeds, "queue", None) == "feeds"
+    for task in (process_deletion, check_feed, check_feeds):
+        assert (task.acks_late, task.reject_on_worker_lost) == (True, True), task.name
     assert "sweep-deletions" in conf.beat_schedule
 
 

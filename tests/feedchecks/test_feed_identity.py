@@ -325,3 +325,25 @@ def test_checks_off_fetch_nothing(settings, feed_server, user, add):
     add(user, feed_server.url("/feed"))
     assert feed_server.requests == []
     assert not FeedCheck.objects.exists()
+
+
+def test_a_subscription_being_deleted_is_left_alone_and_its_deletion_succeeds(
+    checks, feed_server, user, django_capture_on_commit_callbacks
+):
+    """product.md section 10: only a change of the user's makes a deletion fail."""
+    from deletions.models import Deletion
+    from deletions.services import deletion_process, deletion_request
+
+    feed_server.feed("/feed", rss(guid=GUID))
+    url = feed_server.url("/feed")
+    with django_capture_on_commit_callbacks(execute=False):  # the check waits in its queue
+        sub = subscribe(user, url)
+        deletion = deletion_request(user=user, guid=sub.guid)
+
+    feed_check_run(url=url, user_id=user.pk)
+
+    sub.refresh_from_db()
+    assert sub.guid == feeds.computed_guid(url)  # the feed's guid was not taken
+    assert deletion_process(deletion_id=deletion.pk) == Deletion.Status.SUCCESS
+    deletion.refresh_from_db()
+    assert deletion.status == Deletion.Status.SUCCESS
