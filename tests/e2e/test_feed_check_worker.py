@@ -47,3 +47,23 @@ def test_a_worker_learns_each_added_feeds_guid_and_move(api, worker_factory, set
     assert sorted(feed_server.requests) == ["/guid", "/new", "/old"]
     assert FeedCheck.objects.count() == 2
     assert str(Subscription.objects.get(feed_url=feed_server.url("/plain")).guid) == sent
+
+
+def test_an_add_while_the_broker_is_down_is_answered_and_kept(
+    api, broker, settings, caplog, django_capture_on_commit_callbacks
+):
+    """A check is an improvement, not a promise: a broker that cannot take it loses it, logged,
+    and the add that asked for it is answered as usual."""
+    settings.FEED_CHECKS_ENABLED = True
+    broker.stop()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post(
+            "/v1/subscriptions",
+            {"subscriptions": [{"feed_url": "https://unchecked.example/feed"}]},
+            format="json",
+        )
+
+    assert response.status_code == 200, response.content
+    assert Subscription.objects.filter(feed_url="https://unchecked.example/feed").exists()
+    assert "Could not send feed checks" in caplog.text

@@ -244,6 +244,20 @@ def test_a_stuck_fetch_is_taken_over(checks, feed_server, user, clock, settings)
     assert str(the_sub(user).guid) == GUID
 
 
+def test_a_finished_fetch_is_not_taken_over_after_the_task_time_limit(
+    checks, feed_server, user, clock, settings
+):
+    """Only an unfinished fetch counts as stuck: a finished one holds for FEED_CHECK_INTERVAL."""
+    url = feed_server.url("/feed")
+    feed_server.feed("/feed", rss(guid=GUID))
+    subscribe(user, url)
+    feed_check_run(url=url, user_id=user.pk)
+    clock.advance(seconds=settings.CELERY_TASK_TIME_LIMIT + 1)
+
+    assert feed_check_run(url=url, user_id=user.pk) == "recent"
+    assert feed_server.requests == ["/feed"]
+
+
 def test_deleted_subscriptions_are_untouched(checks, feed_server, user, other_user, add):
     url = feed_server.url("/feed")
     feed_server.feed("/feed", rss(guid=GUID))
