@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
 from config import auth
+from config.api import throttles
 from tests import servers
 from tests.factories import UserFactory
 from tests.helpers import Clock
@@ -46,13 +47,15 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
-    """Throttle counters live in the cache, verified tokens and active users in config.auth's:
-    each test starts with none."""
+    """Throttle counters live in the cache (or Redis, and the process's share of them), verified
+    tokens and active users in config.auth's: each test starts with none."""
     cache.clear()
     auth.forget_all()
+    throttles.forget()
     yield
     cache.clear()
     auth.forget_all()
+    throttles.forget()
 
 
 def client_for(user: Any) -> APIClient:

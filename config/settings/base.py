@@ -200,6 +200,10 @@ SIMPLE_JWT = {
 # (config.auth.active_users): a deactivation reaches every process within this; 0 reads it on
 # every request.
 AUTH_USER_CACHE_SECONDS = env.int("AUTH_USER_CACHE_SECONDS", default=10)
+# How long a web process may hold the requests it counted before adding them to the shared
+# counts in Redis, while a client has used at most half its rate (config.api.throttles); 0 sends
+# every request's count at once.
+THROTTLE_SYNC_SECONDS = env.float("THROTTLE_SYNC_SECONDS", default=0.1)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Open Podcast API: subscriptions",

@@ -2,6 +2,7 @@
 
 import logging
 import socket
+import threading
 import time
 
 import pytest
@@ -19,11 +20,11 @@ def redis_cache(redis_server, settings):
     if redis_server.process is None:
         redis_server.start()
     settings.REDIS_CACHE_URL = redis_server.url
-    throttles._counter.cache_clear()
+    throttles.forget()
     client = redis.Redis.from_url(redis_server.url)
     client.flushdb()
     yield client
-    throttles._counter.cache_clear()
+    throttles.forget()
 
 
 def test_the_user_rate_is_counted_in_redis_and_answers_429_naming_it(
@@ -32,7 +33,7 @@ def test_the_user_rate_is_counted_in_redis_and_answers_429_naming_it(
     monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "3/min", "login": "10/min"})
     for _ in range(2):
         assert api.post(ADD, BODY, format="json").status_code == 200
-    throttles._counter.cache_clear()  # another web process: a client of its own, the same count
+    throttles.forget()  # another web process: a client of its own, the same count
     assert api.post(ADD, BODY, format="json").status_code == 200
 
     response = api.post(ADD, BODY, format="json")
@@ -75,10 +76,9 @@ def redis_away(settings, monkeypatch):
     silent.bind(("127.0.0.1", 0))
     silent.listen(16)
     settings.REDIS_CACHE_URL = f"redis://127.0.0.1:{silent.getsockname()[1]}/1"
-    monkeypatch.setattr(throttles, "_away_until", 0.0)
-    throttles._counter.cache_clear()
+    throttles.forget()
     yield
-    throttles._counter.cache_clear()
+    throttles.forget()
     silent.close()
 
 
@@ -97,3 +97,103 @@ def test_while_redis_does_not_answer_each_process_counts_on_its_own(
     assert elapsed < 3  # one wait for Redis's timeout (1 s), not five
     warnings = [r for r in caplog.records if "Redis did not answer" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_under_half_its_rate_a_clients_requests_reach_redis_together(
+    api, redis_cache, settings, monkeypatch
+):
+    """Counted in the process while the count is at most half the rate; from there on each one
+    is counted in Redis at once, so the refusal comes exactly at the limit."""
+    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "10/min", "login": "10/min"})
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    key = None
+    counts = []
+    for _ in range(10):
+        assert api.get(ADD).status_code == 200
+        [key] = redis_cache.keys("throttle_user_*")
+        counts.append(int(redis_cache.get(key)))
+
+    refused = api.get(ADD)
+
+    # The rate is 10/min: the first request is sent (nothing was yet), the next four are held,
+    # the sixth sends them with itself.
+    assert counts == [1, 1, 1, 1, 1, 6, 7, 8, 9, 10]
+    assert refused.status_code == 429
+    assert int(redis_cache.get(key)) == 11
+    assert 0 < int(refused["Retry-After"]) <= 60
+
+
+def test_login_attempts_are_counted_in_redis_at_once(anon, redis_cache, settings):
+    """A password guesser must not gain what the processes hold unsent."""
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    counts = []
+    for _ in range(3):
+        anon.post("/v1/auth/login", {"username": "someone", "password": "guess"}, format="json")
+        [key] = redis_cache.keys("throttle_login_*")
+        counts.append(int(redis_cache.get(key)))
+
+    assert counts == [1, 2, 3]
+
+
+def test_held_counts_reach_redis_with_the_first_request_after_the_interval(
+    api, other_api, redis_cache, settings
+):
+    settings.THROTTLE_SYNC_SECONDS = 0.2
+    api.get(ADD)
+    api.get(ADD)
+    other_api.get(ADD)
+    assert sorted(int(redis_cache.get(key)) for key in redis_cache.keys("throttle_user_*")) == [1]
+
+    time.sleep(0.3)
+    api.get(ADD)
+
+    # Everything the process held went in that one round trip, the other client's included.
+    assert sorted(int(redis_cache.get(key)) for key in redis_cache.keys("throttle_user_*")) == [
+        1,
+        3,
+    ]
+
+
+def test_a_process_learns_the_others_counts_when_it_sends_its_own(redis_cache, settings):
+    """Two web processes: each decides on what Redis answered it last, plus what it holds."""
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    one, other = throttles.SharedCounts(), throttles.SharedCounts()
+    key = "throttle_user_processes"
+
+    assert [one.count(key, 60, 50)[0] for _ in range(5)] == [1, 2, 3, 4, 5]  # 4 held
+    assert other.count(key, 60, 50)[0] == 2  # sent, and answered what Redis had
+    assert one.count(key, 60, 5)[0] == 7  # over its local limit: sends its 4 and itself
+
+    assert int(redis_cache.get(key)) == 7
+    assert other.count(key, 60, 0)[0] == 8
+
+
+def test_no_count_is_lost_between_threads(redis_cache, settings):
+    """gunicorn's threads share a process's counts: every request reaches Redis once."""
+    settings.THROTTLE_SYNC_SECONDS = 0.01
+    counts = throttles.SharedCounts()
+    keys = [f"throttle_user_thread{i}" for i in range(3)]
+
+    def send(n: int) -> None:
+        for i in range(n):
+            counts.count(keys[i % 3], 60, 10**9)
+
+    threads = [threading.Thread(target=send, args=(300,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    time.sleep(0.02)
+    for key in keys:
+        counts.count(key, 60, 0)  # sends whatever is still held
+
+    assert [int(redis_cache.get(key)) for key in keys] == [401, 401, 401]
+
+
+def test_a_closed_window_starts_again_from_what_redis_answers(redis_cache, settings):
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    counts = throttles.SharedCounts()
+    assert counts.count("throttle_user_short", 1, 0) == (1, pytest.approx(1, abs=0.1))
+    time.sleep(1.1)  # the key expired in Redis, and the process forgot its answer
+
+    assert counts.count("throttle_user_short", 1, 0)[0] == 1
