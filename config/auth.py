@@ -4,6 +4,7 @@ Refresh tokens rotate: each refresh blacklists the token it used and hands out a
 """
 
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +24,6 @@ from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidTok
 from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 from rest_framework_simplejwt.tokens import RefreshToken, Token
-from rest_framework_simplejwt.utils import aware_utcnow
 
 from config.exceptions import NotAuthorized
 
@@ -141,11 +141,11 @@ def _forget_changed_user(sender: Any, instance: AbstractBaseUser, **kwargs: Any)
 
 
 # The same token string always verifies the same way: a web process keeps the tokens it verified
-# recently and checks only their expiry again. Verifying (PyJWT: decoding, the signature, the
-# claims) took a fifth of a GET's CPU time, and an app sends the same token for an hour. Were
-# access tokens ever revoked one by one (simplejwt's blacklist for them, CHECK_REVOKE_TOKEN),
-# that check would have to run on every request, outside this cache.
-_verified_tokens: TTLCache[bytes, Token] = TTLCache(maxsize=4096, ttl=300)
+# recently, with the time they expire, and checks only that time again. Verifying (PyJWT:
+# decoding, the signature, the claims) took a fifth of a GET's CPU time, and an app sends the
+# same token for an hour. Were access tokens ever revoked one by one (simplejwt's blacklist for
+# them, CHECK_REVOKE_TOKEN), that check would have to run on every request, outside this cache.
+_verified_tokens: TTLCache[bytes, tuple[Token, float]] = TTLCache(maxsize=4096, ttl=300)
 _verified_lock = threading.Lock()
 
 
@@ -154,6 +154,12 @@ def forget_all() -> None:
     with _verified_lock:
         _verified_tokens.clear()
     active_users.clear()
+
+
+def _expires(token: Token) -> float:
+    """When (seconds since the epoch) simplejwt's check_exp starts refusing `token`."""
+    leeway = token.get_token_backend().get_leeway()
+    return float(token["exp"]) + leeway.total_seconds()
 
 
 class BearerAuthentication(JWTAuthentication):
@@ -167,16 +173,15 @@ class BearerAuthentication(JWTAuthentication):
 
     def get_validated_token(self, raw_token: bytes) -> Token:
         with _verified_lock:
-            token = _verified_tokens.get(raw_token)
-        if token is None:
+            verified = _verified_tokens.get(raw_token)
+        if verified is None:
             token = super().get_validated_token(raw_token)
             with _verified_lock:
-                _verified_tokens[raw_token] = token
+                _verified_tokens[raw_token] = (token, _expires(token))
             return token
-        try:
-            token.check_exp(current_time=aware_utcnow())  # a token's own time is when it was read
-        except TokenError as exc:
-            raise InvalidToken(str(exc)) from exc
+        token, expires = verified
+        if time.time() >= expires:
+            raise InvalidToken("Token 'exp' claim has expired")  # check_exp's words
         return token
 
     # simplejwt types the user with an unbound TypeVar, which no override can satisfy.

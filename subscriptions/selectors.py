@@ -85,9 +85,9 @@ def subscriptions_reached(
     return by_guid, by_digest
 
 
-class ListedSubscription(NamedTuple):
-    """A subscription as the list shows it: `listed_guid` is the guid it is listed under. Both
-    guids are canonical strings."""
+class ShownSubscription(NamedTuple):
+    """A subscription as GET one and the list show it, under `shown_guid`: the guid it was asked
+    by, or the one the list gives it. Both guids are canonical strings: they are only shown."""
 
     feed_url: str
     guid: str
@@ -95,18 +95,48 @@ class ListedSubscription(NamedTuple):
     subscription_changed: datetime
     guid_changed: datetime | None
     deleted: datetime | None
-    listed_guid: str
+    shown_guid: str
 
 
-# Both guids as text: they are only shown.
-_LISTED_COLUMNS = sql.Columns(
-    None,  # the total
-    *(
-        sql.AsText(_FIELD[name]) if name == "guid" else _FIELD[name]
-        for name in ListedSubscription._fields[:-1]
-    ),
+_SHOWN_NAMES = ShownSubscription._fields[:-1]  # the subscription's own columns
+_SHOWN_FIELDS = (
+    *(sql.AsText(_FIELD[name]) if name == "guid" else _FIELD[name] for name in _SHOWN_NAMES),
     sql.AsText(_GUID),
 )
+_SHOWN_COLUMNS = sql.Columns(*_SHOWN_FIELDS)
+
+
+def _shown_names(table: str) -> str:
+    return ", ".join(
+        sql.AsText.sql(f"{table}.{name}") if name == "guid" else f"{table}.{name}"
+        for name in _SHOWN_NAMES
+    )
+
+
+# The guid's (user, guid) index finds it.
+_SHOWN_BY_GUID = (
+    f"SELECT {_shown_names('s')}, {sql.AsText.sql('g.guid')} FROM {SUBSCRIPTIONS} s"
+    f" JOIN {GUIDS} g ON g.subscription_id = s.id"
+    " WHERE g.user_id = %s AND g.guid = %s"
+)
+
+
+def subscription_shown(*, user: Any, guid: uuid.UUID) -> ShownSubscription:
+    """The user's subscription that has or had `guid`, shown under it, in one query.
+
+    What GET one reads: subscription_by_guid's, without making a model instance."""
+    rows = sql.fetch(
+        _SHOWN_BY_GUID, [user.pk, sql.param(_GUID, guid)], _SHOWN_COLUMNS, prepare=True
+    )
+    if not rows:
+        raise NotFound()
+    sub = ShownSubscription(*rows[0])
+    if sub.deleted is not None:
+        raise Gone()
+    return sub
+
+
+_LISTED_COLUMNS = sql.Columns(None, *_SHOWN_FIELDS)  # the total first
 _FIRST_GUID = (
     f"(SELECT g.guid FROM {GUIDS} g WHERE g.subscription_id = page.id"
     " ORDER BY g.assigned, g.id LIMIT 1)"
@@ -118,16 +148,12 @@ _GUID_AT_SINCE = (
     " AND (g.replaced IS NULL OR g.replaced > %s)"
     " ORDER BY g.replaced IS NULL, g.replaced, g.assigned, g.id LIMIT 1)"
 )
-_LISTED_NAMES = ", ".join(ListedSubscription._fields[:-1])
-_PAGE_COLUMNS = ", ".join(
-    sql.AsText.sql(f"page.{name}") if name == "guid" else f"page.{name}"
-    for name in ListedSubscription._fields[:-1]
-)
+_LISTED_NAMES = ", ".join(_SHOWN_NAMES)
 
 
 def subscription_list(
     *, user: Any, since: datetime | None, offset: int, limit: int
-) -> tuple[int, list[ListedSubscription]]:
+) -> tuple[int, list[ShownSubscription]]:
     """How many subscriptions the list has, and `limit` of them from `offset` (product.md
     section 9), in one query.
 
@@ -159,7 +185,7 @@ def subscription_list(
         page_where += f" AND id >= ({first_id})"
         page_params = [*params, *params, min(offset, 2**62)]
     query = (
-        f"SELECT counted.total, {_PAGE_COLUMNS}, {listed_guid}"
+        f"SELECT counted.total, {_shown_names('page')}, {listed_guid}"
         f" FROM (SELECT COUNT(*) AS total FROM {SUBSCRIPTIONS} WHERE {where}) counted"
         f" LEFT JOIN (SELECT id, {_LISTED_NAMES} FROM {SUBSCRIPTIONS}"
         f" WHERE {page_where} ORDER BY id LIMIT %s) page ON TRUE"
@@ -167,7 +193,7 @@ def subscription_list(
     )
     rows = sql.fetch(query, [*guid_params, *params, *page_params, limit], _LISTED_COLUMNS)
     total = rows[0][0]
-    return total, [ListedSubscription(*row[1:]) for row in rows if row[1] is not None]
+    return total, [ShownSubscription(*row[1:]) for row in rows if row[1] is not None]
 
 
 def subscription_current(*, user: Any) -> QuerySet[Subscription]:

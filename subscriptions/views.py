@@ -116,7 +116,7 @@ class SubscriptionViewSet(viewsets.ViewSet):
             ),
             request,
         )
-        return paginator.get_paginated_response([item(sub, sub.listed_guid) for sub in page])
+        return paginator.get_paginated_response([item(sub, sub.shown_guid) for sub in page])
 
     @extend_schema(
         request=AddRequestSerializer,
@@ -144,9 +144,8 @@ class SubscriptionViewSet(viewsets.ViewSet):
         summary="Read a subscription",
     )
     def retrieve(self, request: Request, guid: str) -> Response:
-        asked = parse_path_guid(guid)
-        sub = selectors.subscription_by_guid(user=request.user, guid=asked)
-        return Response(item(sub, asked))
+        sub = selectors.subscription_shown(user=request.user, guid=parse_path_guid(guid))
+        return Response(item(sub, sub.shown_guid))
 
     @extend_schema(
         parameters=[GUID_PARAMETER],

@@ -188,6 +188,6 @@ def test_the_list_shows_each_subscription_under_its_guid_at_since(user, clock, s
                 if since is None or sub.changed > since
             ]
             assert total == len(expected)
-            assert [(item.guid, item.listed_guid) for item in items] == [
+            assert [(item.guid, item.shown_guid) for item in items] == [
                 (str(sub.guid), str(listed_guid(sub, since))) for sub in expected
             ]
