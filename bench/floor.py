@@ -17,13 +17,13 @@ from urllib.parse import urlsplit
 import jwt
 import psycopg
 
-# The query the service runs for GET one (subscriptions.selectors.subscription_by_guid).
+# The query the service runs for GET one (subscriptions.selectors.subscription_shown).
 QUERY = """
-    SELECT s.feed_url, s.guid, s.is_subscribed, s.subscription_changed, s.guid_changed, s.deleted
+    SELECT s.feed_url, CAST(s.guid AS text), s.is_subscribed, s.subscription_changed,
+        s.guid_changed, s.deleted, CAST(g.guid AS text)
     FROM subscriptions_subscription s
     JOIN subscriptions_subscriptionguid g ON g.subscription_id = s.id
-    WHERE s.user_id = %s AND g.guid = %s
-    ORDER BY s.id LIMIT 1
+    WHERE g.user_id = %s AND g.guid = %s
 """
 PREFIX = "/v1/subscriptions/"
 SECRET = os.environ["SECRET_KEY"]
@@ -75,11 +75,11 @@ def application(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     row = connection().execute(QUERY, (int(claims["user_id"]), asked)).fetchone()
     if row is None:
         return error(start_response, "404 Not Found", "Resource not found")
-    feed_url, guid, is_subscribed, changed, guid_changed, deleted = row
-    body = {"feed_url": feed_url, "guid": str(asked), "is_subscribed": is_subscribed}
+    feed_url, guid, is_subscribed, changed, guid_changed, deleted, shown = row
+    body = {"feed_url": feed_url, "guid": shown, "is_subscribed": is_subscribed}
     body["subscription_changed"] = stamp(changed)
-    if guid != asked:
-        body["new_guid"] = str(guid)
+    if guid != shown:
+        body["new_guid"] = guid
     for name, value in (("guid_changed", guid_changed), ("deleted", deleted)):
         if value is not None:
             body[name] = stamp(value)

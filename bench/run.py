@@ -268,6 +268,14 @@ def token_for(user: Any) -> str:
     return str(AccessToken.for_user(user))
 
 
+def answer(port: int, path: str, token: str) -> tuple[int, Any]:
+    """A GET's status and JSON body."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+    response = connection.getresponse()
+    return response.status, json.loads(response.read())
+
+
 def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) -> None:
     from subscriptions import services
     from tests.factories import UserFactory
@@ -282,6 +290,8 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
         user=reader, entries=[services.AddEntry("https://bench.example.com/one.xml")]
     ).success
     path = f"/v1/subscriptions/{sub.guid}"
+    if answer(floor.port, path, token) != answer(app.port, path, token):
+        raise RuntimeError("The floor does not answer GET one as the service does")
     wrk(floor.port, path, token, seconds=2)  # warm both up: connections, caches
     served += wrk(app.port, path, token, seconds=2).requests
     floor_load = wrk(floor.port, path, token)
