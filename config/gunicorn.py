@@ -6,6 +6,8 @@ service and its floor with exactly these.
 
 import multiprocessing
 import os
+import socket
+from typing import Any
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 # Requests are short and wait on PostgreSQL: a few processes per core keep the cores busy.
@@ -23,3 +25,28 @@ timeout = 30
 graceful_timeout = 30
 # Load the application once in the master, so workers share its memory and start at once.
 preload_app = True
+
+
+def on_starting(server: Any) -> None:
+    """With reuse_port the master binds nothing: each worker binds its own socket after the
+    fork. So check first that every TCP address is free, and stop with the reason if not: a port
+    in use would make every worker fail and be started again forever, and one held by a
+    leftover server that also set SO_REUSEPORT would share its connections with it. A Unix
+    socket or an inherited descriptor cannot be bound once per worker (each would unlink the
+    last one's path): with one of those, the master binds one socket that the workers share.
+    """
+    if not server.cfg.reuse_port:
+        return
+    addresses = server.cfg.address
+    if not all(isinstance(address, tuple) for address in addresses):
+        server.cfg.set("reuse_port", False)
+        server.log.info("Not a TCP address: the workers share one socket (no SO_REUSEPORT)")
+        return
+    for host, port in addresses:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                raise RuntimeError(f"Cannot listen on {host}:{port}: {exc.strerror}") from exc

@@ -2,9 +2,12 @@
 
 import http.client
 import os
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,20 +27,41 @@ def listening_sockets(port: int) -> int:
     return found
 
 
-def answers(port: int) -> int | None:
+def listening_unix_sockets(path: Path) -> int:
+    """Sockets listening at `path`, whether or not the path was unlinked since."""
+    lines = Path("/proc/net/unix").read_text().splitlines()[1:]
+    # Fields: Num RefCount Protocol Flags Type St Inode Path; Flags 00010000 is listening.
+    return sum(1 for line in lines if line.split()[3] == "00010000" and line.endswith(str(path)))
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: Path):
+        super().__init__("localhost", timeout=5)
+        self.path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(5)
+        self.sock.connect(str(self.path))
+
+
+def answers(connect: Callable[[], http.client.HTTPConnection]) -> int | None:
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        connection = connect()
         connection.request("GET", "/v1/subscriptions/x")
         return connection.getresponse().status
     except OSError:
         return None
 
 
-@pytest.mark.parametrize(("reuse_port", "sockets"), [("true", 3), ("false", 1)])
-def test_each_worker_listens_on_a_socket_of_its_own(reuse_port, sockets, tmp_path):
-    """So the kernel spreads connections over the workers (GUNICORN_REUSE_PORT); the app is the
-    benchmark's floor, which needs no database to refuse a request without a token."""
-    port = free_port()
+def on_port(port: int) -> Callable[[], http.client.HTTPConnection]:
+    return lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+
+
+@contextmanager
+def gunicorn(bind: str, reuse_port: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Three workers serving the benchmark's floor, which needs no database to refuse a
+    request without a token."""
     env = {
         **os.environ,
         "WEB_CONCURRENCY": "3",
@@ -45,22 +69,64 @@ def test_each_worker_listens_on_a_socket_of_its_own(reuse_port, sockets, tmp_pat
         "SECRET_KEY": "gunicorn-test-secret-key-long-enough-for-hs256-signing",
         "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
     }
-    with (tmp_path / "gunicorn.log").open("wb") as log:
+    with log.open("wb") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
-             "--bind", f"127.0.0.1:{port}", "bench.floor:application"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--bind", bind,
+             "bench.floor:application"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while listening_sockets(port) < sockets or answers(port) is None:
-            assert server.poll() is None, (tmp_path / "gunicorn.log").read_text()
-            assert time.monotonic() < deadline, (tmp_path / "gunicorn.log").read_text()
-            time.sleep(0.1)
-        time.sleep(0.5)  # any worker's socket would have been bound by now
-
-        assert answers(port) == 401
-        assert listening_sockets(port) == sockets
+        yield server
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def wait_until(ready: Callable[[], bool], server: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while not ready():
+        assert server.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    time.sleep(0.5)  # any worker's socket would have been bound by now
+
+
+@pytest.mark.parametrize(("reuse_port", "sockets"), [("true", 3), ("false", 1)])
+def test_each_worker_listens_on_a_socket_of_its_own(reuse_port, sockets, tmp_path):
+    """So the kernel spreads connections over the workers (GUNICORN_REUSE_PORT)."""
+    port, log = free_port(), tmp_path / "gunicorn.log"
+    with gunicorn(f"127.0.0.1:{port}", reuse_port, log) as server:
+        wait_until(
+            lambda: listening_sockets(port) >= sockets and answers(on_port(port)) is not None,
+            server,
+            log,
+        )
+
+        assert answers(on_port(port)) == 401
+        assert listening_sockets(port) == sockets
+
+
+def test_a_port_in_use_stops_the_server_at_once_with_the_reason(tmp_path):
+    """Not workers failing to bind and being started again forever, nor a port shared with
+    a server left running."""
+    log = tmp_path / "gunicorn.log"
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with gunicorn(f"127.0.0.1:{port}", "true", log) as server:
+            assert server.wait(timeout=30) == 1
+
+            assert f"Cannot listen on 127.0.0.1:{port}: Address already in use" in log.read_text()
+            assert "Booting worker" not in log.read_text()
+
+
+def test_workers_share_one_unix_socket(tmp_path):
+    """Each worker binding the path anew would leave only the last one's socket reachable."""
+    path, log = tmp_path / "gunicorn.sock", tmp_path / "gunicorn.log"
+    with gunicorn(f"unix:{path}", "true", log) as server:
+        wait_until(lambda: answers(lambda: UnixConnection(path)) is not None, server, log)
+
+        assert answers(lambda: UnixConnection(path)) == 401
+        assert listening_unix_sockets(path) == 1
