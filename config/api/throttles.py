@@ -12,6 +12,7 @@ import logging
 import math
 import threading
 import time
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -27,9 +28,9 @@ from rest_framework.exceptions import Throttled
 logger = logging.getLogger(__name__)
 
 # Adds to any number of windows' counts at once (KEYS, with ARGV holding each one's requests and
-# period in ms), giving one that has no expiry its period, and answers each count and the ms it
-# has left. A script runs atomically: were a key to expire between INCRBY and PEXPIRE, a counter
-# that never expires could be left.
+# the ms its window has left), giving one that has no expiry those ms, and answers each count
+# and the ms it has left. A script runs atomically: were a key to expire between INCRBY and
+# PEXPIRE, a counter that never expires could be left.
 _COUNT = """
 local replies = {}
 for i, key in ipairs(KEYS) do
@@ -60,6 +61,14 @@ def _script() -> Any:
     return client.register_script(_COUNT)
 
 
+@dataclass
+class _Held:
+    """Requests a process counted in a window and has not yet added to Redis."""
+
+    requests: int
+    closes: float  # when the window closes (monotonic), as far as the process knows
+
+
 class SharedCounts:
     """A web process's share of the counts in Redis.
 
@@ -69,7 +78,8 @@ class SharedCounts:
     and the process last sent its counts less than THROTTLE_SYNC_SECONDS ago. Any other request
     sends every count the process holds, its own included, in one round trip, and is decided on
     the count Redis answers. So a refusal always rests on the shared count; what a process holds
-    unsent is what it counted within one interval, at most `local_until` per window.
+    unsent is what it counted within one interval after a round trip, at most `local_until` per
+    window. Held requests whose window has closed since are dropped, not charged to the next.
     """
 
     def __init__(self) -> None:
@@ -78,7 +88,7 @@ class SharedCounts:
         self._answered: TLRUCache[str, tuple[int, float]] = TLRUCache(
             maxsize=100_000, ttu=lambda _key, answer, _now: answer[1], timer=time.monotonic
         )
-        self._unsent: dict[str, list[int]] = {}  # per window: [requests, period in seconds]
+        self._unsent: dict[str, _Held] = {}
         self._sent_at = -math.inf
 
     def count(self, key: str, seconds: int, local_until: int) -> tuple[int, float]:
@@ -86,31 +96,56 @@ class SharedCounts:
         now = time.monotonic()
         with self._lock:
             count, closes = self._answered.get(key, (0, now + seconds))
-            unsent = self._unsent.get(key)
-            count += 1 + (unsent[0] if unsent else 0)
+            held = self._unsent.get(key)
+            if held is not None and held.closes <= now:
+                del self._unsent[key]
+                held = None
+            count += 1 + (held.requests if held else 0)
             if count <= local_until and now - self._sent_at < settings.THROTTLE_SYNC_SECONDS:
-                if unsent:
-                    unsent[0] += 1
+                if held:
+                    held.requests += 1
                 else:
-                    self._unsent[key] = [1, seconds]
+                    self._unsent[key] = _Held(1, closes)
                 return count, closes - now
             sending, self._unsent = self._unsent, {}
             self._sent_at = now
-        sending.setdefault(key, [0, seconds])[0] += 1
-        keys = list(sending)
-        replies = _script()(
-            keys=keys,
-            args=[n for requests, period in sending.values() for n in (requests, period * 1000)],
-        )
+        batch = {other: held for other, held in sending.items() if held.closes > now}
+        mine = batch.get(key)
+        batch[key] = _Held(1 + (mine.requests if mine else 0), closes)
+        try:
+            replies = _script()(
+                keys=list(batch),
+                args=[
+                    n
+                    for held in batch.values()
+                    for n in (held.requests, max(math.ceil((held.closes - now) * 1000), 1))
+                ],
+            )
+        except redis.RedisError:
+            self._hold_again(sending)  # to be sent with the next round trip
+            raise
         now = time.monotonic()
         answers = {
             sent: (int(count), now + max(int(left_ms), 0) / 1000)
-            for sent, count, left_ms in zip(keys, replies[::2], replies[1::2], strict=True)
+            for sent, count, left_ms in zip(batch, replies[::2], replies[1::2], strict=True)
         }
-        with self._lock:
-            self._answered.update(answers)
+        self._remember(answers)
         count, closes = answers[key]
         return count, closes - now
+
+    def _hold_again(self, unsent: dict[str, _Held]) -> None:
+        with self._lock:
+            for key, held in unsent.items():
+                self._unsent.setdefault(key, _Held(0, held.closes)).requests += held.requests
+
+    def _remember(self, answers: dict[str, tuple[int, float]]) -> None:
+        with self._lock:
+            for key, answer in answers.items():
+                # Two threads' round trips may come back in either order: the higher count is
+                # the later one (an older window's is forgotten when it closes).
+                known = self._answered.get(key)
+                if known is None or known[0] < answer[0]:
+                    self._answered[key] = answer
 
 
 _shared = SharedCounts()

@@ -10,6 +10,7 @@ import redis
 
 from config.api import throttles
 from config.api.throttles import UserThrottle
+from tests.servers import free_port
 
 ADD = "/v1/subscriptions"
 BODY = {"subscriptions": [{"feed_url": "https://podnews.net/rss"}]}
@@ -197,3 +198,66 @@ def test_a_closed_window_starts_again_from_what_redis_answers(redis_cache, setti
     time.sleep(1.1)  # the key expired in Redis, and the process forgot its answer
 
     assert counts.count("throttle_user_short", 1, 0)[0] == 1
+
+
+def test_requests_held_for_a_window_that_closed_are_not_charged_to_the_next(redis_cache, settings):
+    """A quiet process sends what it held with its next request, maybe long after: requests of
+    a window that has closed since count no more, neither in the process nor in Redis."""
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    counts = throttles.SharedCounts()
+    counts.count("throttle_user_first", 60, 0)  # a round trip, after which requests are held
+    for key in ("throttle_user_again", "throttle_user_gone"):
+        assert counts.count(key, 1, 50)[0] == 1
+        assert counts.count(key, 1, 50)[0] == 2
+    time.sleep(1.1)
+
+    assert counts.count("throttle_user_again", 1, 50)[0] == 1  # a new window
+    counts.count("throttle_user_first", 60, 0)  # sends all it holds
+
+    assert int(redis_cache.get("throttle_user_again")) == 1
+    assert redis_cache.get("throttle_user_gone") is None
+
+
+def test_a_window_opened_in_the_process_closes_in_redis_when_it_does_there(redis_cache, settings):
+    """Held requests that open a window bring its time left to Redis, not a whole period."""
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    counts = throttles.SharedCounts()
+    counts.count("throttle_user_first", 60, 0)  # a round trip, after which requests are held
+    assert counts.count("throttle_user_late", 3, 50) == (1, pytest.approx(3, abs=0.1))
+    time.sleep(1)
+
+    counts.count("throttle_user_first", 60, 0)
+
+    assert int(redis_cache.get("throttle_user_late")) == 1
+    assert 1_800 < redis_cache.pttl("throttle_user_late") <= 2_000
+
+
+def test_counts_held_when_redis_fails_are_sent_when_it_answers_again(redis_cache, settings):
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    counts = throttles.SharedCounts()
+    counts.count("throttle_user_first", 60, 0)
+    for _ in range(3):
+        counts.count("throttle_user_held", 60, 50)
+    reachable = settings.REDIS_CACHE_URL
+    settings.REDIS_CACHE_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    throttles.forget()  # a new client, to the address that refuses
+    with pytest.raises(redis.ConnectionError):
+        counts.count("throttle_user_first", 60, 0)
+    settings.REDIS_CACHE_URL = reachable
+    throttles.forget()
+
+    counts.count("throttle_user_first", 60, 0)
+
+    assert int(redis_cache.get("throttle_user_held")) == 3
+
+
+def test_an_answer_that_comes_back_late_does_not_replace_a_later_count(redis_cache, settings):
+    """Two threads' round trips may return in either order."""
+    settings.THROTTLE_SYNC_SECONDS = 3600
+    counts = throttles.SharedCounts()
+    counts.count("throttle_user_first", 60, 0)  # a round trip, after which requests are held
+    closes = time.monotonic() + 60
+    counts._remember({"throttle_user_raced": (9, closes)})
+    counts._remember({"throttle_user_raced": (7, closes)})
+
+    assert counts.count("throttle_user_raced", 60, 50)[0] == 10
