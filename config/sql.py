@@ -122,12 +122,39 @@ def _json(values: Any) -> str:
     return json.dumps(values, ensure_ascii=False)
 
 
-def any_of(field: Field, values: Sequence[Any]) -> tuple[str, Any]:
-    """SQL that is true when `field`'s column is one of `values`, and its one parameter: a
-    statement whose length does not grow with the list."""
+def by_key(
+    model: type[Model],
+    name: str,
+    values: Sequence[Any],
+    *,
+    where: str,
+    params: Sequence[Any],
+    alias: str,
+) -> tuple[str, list[Any]]:
+    """A FROM item named `alias`: the rows of `model` that meet `where` (SQL over its columns,
+    with `params`) and whose field `name` is one of `values`; and the parameters of the whole
+    item. `where` and `name` together must be a unique key: at most one row per value.
+
+    On PostgreSQL each value is looked up in the key's index (a lateral subquery per value,
+    whose LIMIT keeps the planner from making it a join): as a join, or as `= ANY(array)`, it was
+    planned on statistics from before a user's last large add, read every row of the user's, and
+    cost more the more subscriptions the user had. SQLite looks each value up by itself. The
+    statement's text does not grow with the list.
+    """
+    field, column = _model_column(model, name)
+    table = connection.ops.quote_name(model._meta.db_table)
     if connection.vendor == "postgresql":
-        return f"= ANY(%b::{_cast_type(field)}[])", list(values)
-    return "IN (SELECT value FROM json_each(%s))", _json(_params(field, values))
+        item = (
+            f"unnest(%b::{_cast_type(field)}[]) AS {alias}_key(value) CROSS JOIN LATERAL"
+            f" (SELECT * FROM {table} WHERE {where} AND {column} = {alias}_key.value LIMIT 1)"
+            f" AS {alias}"
+        )
+        return item, [list(values), *params]
+    item = (
+        f"(SELECT * FROM {table} WHERE {where}"
+        f" AND {column} IN (SELECT value FROM json_each(%s))) AS {alias}"
+    )
+    return item, [*params, _json(_params(field, values))]
 
 
 def _model_column(model: type[Model], name: str) -> tuple[Field, str]:

@@ -20,7 +20,6 @@ _FIELD = {field.name: field for field in _FIELDS}
 _ATTNAMES = [field.attname for field in _FIELDS]
 _GUID = SubscriptionGuid._meta.get_field("guid")
 _ASSIGNED = SubscriptionGuid._meta.get_field("assigned")
-_KEY_DIGEST = SubscriptionFeed._meta.get_field("key_digest")
 
 _SUBSCRIPTION_COLUMNS = sql.Columns(*_FIELDS)
 _SUBSCRIPTION_NAMES = ", ".join(f"s.{field.column}" for field in _FIELDS)
@@ -60,17 +59,24 @@ def subscriptions_reached(
     one query, whose text does not grow with the lists. A subscription both reach is one
     instance.
     """
-    guid_in, guid_param = sql.any_of(_GUID, list(guids))
-    digest_in, digest_param = sql.any_of(_KEY_DIGEST, list(digests))
-    query = (
-        f"SELECT {_SUBSCRIPTION_NAMES}, g.guid, NULL FROM {GUIDS} g"
-        f" JOIN {SUBSCRIPTIONS} s ON s.id = g.subscription_id"
-        f" WHERE g.user_id = %s AND g.guid {guid_in}"
-        f" UNION ALL SELECT {_SUBSCRIPTION_NAMES}, NULL, f.key_digest FROM {FEEDS} f"
-        f" JOIN {SUBSCRIPTIONS} s ON s.id = f.subscription_id"
-        f" WHERE f.user_id = %s AND f.key_digest {digest_in}"
+    by_guid_from, guid_params = sql.by_key(
+        SubscriptionGuid, "guid", list(guids), where="user_id = %s", params=[user.pk], alias="g"
     )
-    rows = sql.fetch(query, [user.pk, guid_param, user.pk, digest_param], _REACHED_COLUMNS)
+    by_digest_from, digest_params = sql.by_key(
+        SubscriptionFeed,
+        "key_digest",
+        list(digests),
+        where="user_id = %s",
+        params=[user.pk],
+        alias="f",
+    )
+    query = (
+        f"SELECT {_SUBSCRIPTION_NAMES}, g.guid, NULL FROM {by_guid_from}"
+        f" JOIN {SUBSCRIPTIONS} s ON s.id = g.subscription_id"
+        f" UNION ALL SELECT {_SUBSCRIPTION_NAMES}, NULL, f.key_digest FROM {by_digest_from}"
+        f" JOIN {SUBSCRIPTIONS} s ON s.id = f.subscription_id"
+    )
+    rows = sql.fetch(query, [*guid_params, *digest_params], _REACHED_COLUMNS)
     loaded: dict[int, Subscription] = {}
     by_guid: dict[uuid.UUID, Subscription] = {}
     by_digest: dict[str, Subscription] = {}

@@ -4,7 +4,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -99,3 +99,25 @@ def billion_laughs(document: str, *, levels: int = 9) -> bytes:
     ]
     dtd = "<!DOCTYPE lolz [\n " + "\n ".join(entities) + "\n]>"
     return f'<?xml version="1.0"?>\n{dtd}\n{document}'.encode()
+
+
+def plan_of(run: Callable[[], T]) -> tuple[dict[str, Any], T]:
+    """The plan PostgreSQL ran the last query of `run()` with, and its result."""
+    ran = []
+
+    def keep(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        ran.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        result = run()
+    sql, params = ran[-1]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        return cursor.fetchone()[0][0]["Plan"], result
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)

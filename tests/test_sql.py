@@ -59,19 +59,23 @@ def test_a_string_too_long_for_its_column_fails_instead_of_being_cut():
     assert not Subscription.objects.filter(user=user).exists()
 
 
-def test_any_of_finds_exactly_the_values_listed():
+def test_by_key_finds_the_row_of_each_value_listed_that_meets_the_condition():
     user: Any = UserFactory()
+    other: Any = UserFactory()
     guids = [uuid.uuid4() for _ in range(3)]
     insert_subscriptions(user, guids, [f"https://a.example/{i}" for i in range(3)])
+    insert_subscriptions(other, guids[:1], ["https://a.example/0"])
     field = Subscription._meta.get_field("guid")
 
     def found(values):
-        condition, param = sql.any_of(field, values)
-        table = Subscription._meta.db_table
-        query = f"SELECT guid FROM {table} WHERE user_id = %s AND guid {condition}"
-        return {row[0] for row in sql.fetch(query, [user.pk, param], sql.Columns(field))}
+        item, params = sql.by_key(
+            Subscription, "guid", values, where="user_id = %s", params=[user.pk], alias="mine"
+        )
+        query = f"SELECT mine.guid, mine.user_id FROM {item}"
+        return set(sql.fetch(query, params, sql.Columns(field, None)))
 
-    assert found(guids[:2]) == set(guids[:2])
+    assert found(guids[:2]) == {(guid, user.pk) for guid in guids[:2]}
+    assert found([*guids, *guids]) == {(guid, user.pk) for guid in guids}
     assert found([]) == set()
     assert found([uuid.uuid4()]) == set()
 

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from rest_framework_simplejwt.tokens import AccessToken
 
 from config.api.throttles import UserThrottle
+from subscriptions import feeds, selectors, services
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 from tests.conftest import client_for
+from tests.helpers import nodes, plan_of
 
 ADD = "/v1/subscriptions"
 PODNEWS = "https://podnews.net/rss"
@@ -773,6 +775,36 @@ def test_queries_of_an_add_do_not_grow_with_its_entries(api, django_assert_max_n
     assert len(response.json()["success"]) == 400
     # 80 new, and of the 320 existing ones 80 were merged into 80 others.
     assert Subscription.objects.filter(feed_url__contains="://big-").count() == 400
+
+
+def test_an_add_reads_one_index_entry_per_guid_and_url_whatever_the_user_has(user):
+    """Its lookup reads the history tables' indexes once per value, not the user's rows: as a
+    join or with `= ANY`, it was planned on statistics from before the user's last large add,
+    and read every row of the user's."""
+    for batch in range(4):
+        entries = [services.AddEntry(f"https://example.com/{batch}/{i}") for i in range(500)]
+        services.subscription_add_many(user=user, entries=entries)
+    asked = [f"https://example.com/0/{i}" for i in range(25)]
+    asked += [f"https://example.com/new/{i}" for i in range(25)]
+
+    plan, (by_guid, by_digest) = plan_of(
+        lambda: selectors.subscriptions_reached(
+            user=user,
+            guids={feeds.computed_guid(url) for url in asked},
+            digests={feeds.feed_key_digest(url) for url in asked},
+        )
+    )
+
+    history = (SubscriptionGuid._meta.db_table, SubscriptionFeed._meta.db_table)
+    read = [
+        (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+        for node in nodes(plan)
+        if node.get("Relation Name") in history
+        or node.get("Index Name", "").startswith(("subscriptionguid_", "subscriptionfeed_"))
+    ]
+    assert read, plan
+    assert max(read) <= len(asked), (read, plan)
+    assert len(by_guid) == len(by_digest) == 25
 
 
 # --- no input makes a 500 ---------------------------------------------------------------------

@@ -11,7 +11,7 @@ from django.db import connection
 
 from subscriptions.models import Subscription, SubscriptionGuid
 from tests.factories import UserFactory
-from tests.helpers import assert_error
+from tests.helpers import assert_error, nodes, plan_of
 
 pytestmark = pytest.mark.django_db
 
@@ -597,28 +597,6 @@ def test_a_page_costs_a_fixed_number_of_queries(
         body = listing(api, **params)
 
     assert len(body["subscriptions"]) == subscriptions
-
-
-def plan_of(run):
-    """The plan PostgreSQL ran the last query of `run()` with, and its result."""
-    ran = []
-
-    def keep(execute, sql, params, many, context):
-        ran.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(keep):
-        result = run()
-    sql, params = ran[-1]
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
-        return cursor.fetchone()[0][0]["Plan"], result
-
-
-def nodes(plan):
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from nodes(child)
 
 
 def test_a_list_query_reads_only_the_users_own_index_entries(transactional_db):
