@@ -79,9 +79,16 @@ def feed_key_digest(url: str) -> str:
     return hashlib.sha256(feed_key(url).encode()).hexdigest()
 
 
+# uuid.uuid5, from a hash already fed the namespace: making a new SHA-1 hash with OpenSSL 3 took
+# half of uuid5's time, a tenth of an add of 500 feeds.
+_NAMESPACE_SHA1 = hashlib.sha1(PODCAST_NAMESPACE.bytes, usedforsecurity=False)
+
+
 def computed_guid(url: str) -> uuid.UUID:
-    """The guid the podcast namespace gives a feed URL."""
-    return uuid.uuid5(PODCAST_NAMESPACE, _SCHEME_PREFIX.sub("", url).rstrip("/"))
+    """The guid the podcast namespace gives a feed URL: UUIDv5 (RFC 9562)."""
+    sha1 = _NAMESPACE_SHA1.copy()
+    sha1.update(_SCHEME_PREFIX.sub("", url).rstrip("/").encode("utf-8"))
+    return uuid.UUID(bytes=sha1.digest()[:16], version=5)
 
 
 def parse_guid(value: object) -> uuid.UUID | None:

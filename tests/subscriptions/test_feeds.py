@@ -8,6 +8,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from subscriptions.feeds import (
+    PODCAST_NAMESPACE,
     InvalidFeedUrl,
     check_feed_url,
     computed_guid,
@@ -345,6 +346,13 @@ def test_computed_guid_is_a_uuid5_independent_of_scheme_and_trailing_slash(url):
     rest = url.split("://", 1)[1]
     assert computed_guid("http://" + rest) == guid
     assert computed_guid("https://" + rest + "/") == guid
+
+
+@given(st.text(max_size=300))
+def test_computed_guid_is_pythons_uuid5_of_the_url_without_scheme_and_trailing_slashes(text):
+    for url in (text, "https://" + text, "http://" + text + "/"):
+        name = re.sub(r"^[a-zA-Z]+://", "", url).rstrip("/")
+        assert computed_guid(url) == uuid.uuid5(PODCAST_NAMESPACE, name)
 
 
 # --- parse_guid -------------------------------------------------------------------------------
