@@ -40,6 +40,7 @@ def connection() -> psycopg.Connection[Any]:
             user=url.username,
             dbname=url.path.lstrip("/"),
             autocommit=True,
+            options="-c TimeZone=UTC",  # timestamps in UTC, as the service answers them
         )
     return conn
 

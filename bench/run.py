@@ -290,8 +290,15 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
         user=reader, entries=[services.AddEntry("https://bench.example.com/one.xml")]
     ).success
     path = f"/v1/subscriptions/{sub.guid}"
-    if answer(floor.port, path, token) != answer(app.port, path, token):
-        raise RuntimeError("The floor does not answer GET one as the service does")
+    [moved] = services.subscription_add_many(
+        user=reader, entries=[services.AddEntry("https://bench.example.com/moved.xml")]
+    ).success
+    services.subscription_update(
+        user=reader, guid=moved.guid, change=services.SubscriptionUpdate(new_guid=uuid.uuid4())
+    )
+    for checked in (path, f"/v1/subscriptions/{moved.guid}", f"/v1/subscriptions/{uuid.uuid4()}"):
+        if answer(floor.port, checked, token) != answer(app.port, checked, token):
+            raise RuntimeError(f"The floor does not answer GET {checked} as the service does")
     wrk(floor.port, path, token, seconds=2)  # warm both up: connections, caches
     served += wrk(app.port, path, token, seconds=2).requests
     floor_load = wrk(floor.port, path, token)
