@@ -1,5 +1,6 @@
 """Request and response shapes of /v1/subscriptions."""
 
+import functools
 import uuid
 from typing import Any
 
@@ -94,13 +95,14 @@ class AddResponseSerializer(serializers.Serializer):
 
 def add_response(result: Any) -> dict[str, Any]:
     """An add's result (services.AddResult) as AddResponseSerializer shows it."""
+    stamp = functools.cache(format_timestamp)  # an add's subscriptions mostly share one time
     return {
         "success": [
             {
                 "feed_url": sub.feed_url,
                 "guid": str(sub.guid),
                 "is_subscribed": sub.is_subscribed,
-                "subscription_changed": format_timestamp(sub.subscription_changed),
+                "subscription_changed": stamp(sub.subscription_changed),
             }
             for sub in result.success
         ],
@@ -127,8 +129,8 @@ class SubscriptionSerializer(OmitNoneSerializer):
 
 def item(sub: Any, asked: uuid.UUID | str) -> dict[str, Any]:
     """`sub` as SubscriptionSerializer shows it read by `asked`; without a serializer, whose
-    making cost a page as much as its items. Guids are UUIDs, or (the list's) their canonical
-    strings."""
+    making cost a page as much as its items. Guids are UUIDs, or their canonical strings (GET
+    one and the list read them as text: selectors.ShownSubscription)."""
     shown = {
         "feed_url": sub.feed_url,
         "guid": str(asked),

@@ -3,6 +3,8 @@
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from config.api.fields import format_timestamp
 
@@ -22,3 +24,12 @@ from config.api.fields import format_timestamp
 )
 def test_timestamps_are_utc_with_milliseconds_truncated_and_z(value, shown):
     assert format_timestamp(value) == shown
+
+
+# Within a day of either end of datetime's range, UTC would not fit.
+@given(
+    st.datetimes(datetime(1, 1, 2), datetime(9999, 12, 30), timezones=st.timezones()),
+)
+def test_any_aware_timestamp_is_its_utc_isoformat_in_milliseconds(value):
+    utc = value.astimezone(UTC)
+    assert format_timestamp(value) == utc.isoformat(timespec="milliseconds")[:-6] + "Z"

@@ -11,7 +11,12 @@ from rest_framework import serializers
 
 def format_timestamp(value: datetime) -> str:
     """RFC 3339 in UTC with milliseconds and Z: 2023-02-23T14:00:00.000Z."""
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+    # %-formatting took half the time of isoformat(timespec=...) and its tzinfo handling: a
+    # tenth of a list request's items, and of an add of 500 feeds' answer.
+    v = value.astimezone(UTC)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (  # noqa: UP031
+        v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond // 1000,
+    )  # fmt: skip
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
