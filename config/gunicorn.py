@@ -4,6 +4,7 @@ Each may be overridden from the environment or the command line. `make bench` se
 service and its floor with exactly these.
 """
 
+import gc
 import multiprocessing
 import os
 import socket
@@ -25,6 +26,13 @@ timeout = 30
 graceful_timeout = 30
 # Load the application once in the master, so workers share its memory and start at once.
 preload_app = True
+
+
+def pre_fork(server: Any, worker: Any) -> None:
+    """What the master loaded (Django, the app) lives as long as the workers: frozen, the
+    garbage collector no longer scans it in every collection of every worker (half of their
+    collections' time), nor writes to its memory, which the workers then keep sharing."""
+    gc.freeze()
 
 
 def on_starting(server: Any) -> None:

@@ -1,7 +1,9 @@
 """config/gunicorn.py as production runs it: `gunicorn -c config/gunicorn.py`."""
 
+import gc
 import http.client
 import os
+import runpy
 import socket
 import subprocess
 import sys
@@ -130,3 +132,14 @@ def test_workers_share_one_unix_socket(tmp_path):
 
         assert answers(lambda: UnixConnection(path)) == 401
         assert listening_unix_sockets(path) == 1
+
+
+def test_what_the_master_loaded_is_frozen_before_each_fork():
+    hooks = runpy.run_path(str(ROOT / "config" / "gunicorn.py"))
+    gc.unfreeze()
+    try:
+        hooks["pre_fork"](server=None, worker=None)
+
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
