@@ -266,6 +266,7 @@ def main() -> None:
             floor.start()
             bench_http(app, floor, env, logs)
         bench_queries()
+        bench_calls()
     print("\n| figure | measured | target |\n|---|---|---|")
     for figure, measured, target in ROWS:
         print(f"| {figure} | {measured} | {target} |")
@@ -511,6 +512,63 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
         time.sleep(0.001)
+
+
+def bench_calls() -> None:
+    """Python function calls per request, in this process through Django's WSGI handler: unlike
+    times, the same on every run and every machine."""
+    import cProfile
+    import io
+    import pstats
+
+    from django.core.handlers.wsgi import WSGIHandler
+
+    from config import auth
+    from subscriptions import services
+    from tests.factories import UserFactory
+
+    user: Any = UserFactory()
+    token = token_for(user)
+    entries = [services.AddEntry(f"https://calls.example.com/{i}") for i in range(50)]
+    first = services.subscription_add_many(user=user, entries=entries).success[0]
+    handler = WSGIHandler()
+
+    def calls(url: str) -> int:
+        path, _, query = url.partition("?")
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "80",
+            "HTTP_HOST": "127.0.0.1",
+            "HTTP_AUTHORIZATION": f"Bearer {token}",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(),
+        }
+        auth.active_users.add(user.pk)  # as while an app syncs: its user was checked just now
+        status: list[str] = []
+
+        def start_response(answered: str, headers: Any, *exc_info: Any) -> Any:
+            status.append(answered)
+            return io.BytesIO().write
+
+        profile = cProfile.Profile()
+        profile.enable()
+        body = b"".join(handler(environ, start_response))
+        profile.disable()
+        if not status[0].startswith("200"):
+            raise RuntimeError(f"{url} answered {status[0]}: {body[:300]!r}")
+        return pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+
+    print("Python calls per request")
+    for name, url in (
+        ("GET /v1/subscriptions/{guid}", f"/v1/subscriptions/{first.guid}"),
+        ("GET /v1/subscriptions, 50 items", "/v1/subscriptions?per_page=50"),
+    ):
+        # The fewest of a few: the first of a kind fills caches, and one in THROTTLE_SYNC_SECONDS
+        # also sends the throttle's counts to Redis.
+        row(f"Python calls: {name}", f"{min(calls(url) for _ in range(5)):,}")
 
 
 def bench_queries() -> None:
