@@ -14,7 +14,6 @@ from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGui
 
 SUBSCRIPTIONS = Subscription._meta.db_table
 GUIDS = SubscriptionGuid._meta.db_table
-FEEDS = SubscriptionFeed._meta.db_table
 _FIELDS = tuple(Subscription._meta.concrete_fields)
 _FIELD = {field.name: field for field in _FIELDS}
 _ATTNAMES = [field.attname for field in _FIELDS]
