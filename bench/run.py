@@ -152,11 +152,14 @@ def server_cpu() -> dict[int, tuple[str, float]]:
     return found
 
 
-def wrk(port: int, path: str, token: str, seconds: int = SECONDS) -> Load:
-    """`wrk` at CONNECTIONS connections for `seconds`, with its latency percentiles."""
+def wrk(
+    port: int, path: str, token: str, seconds: int = SECONDS, connections: int = CONNECTIONS
+) -> Load:
+    """`wrk` at `connections` for `seconds`, with its latency percentiles."""
     before = server_cpu()
     out = subprocess.run(
-        ["wrk", "-t", "2", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "--latency",
+        ["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds}s",
+         "--latency",
          "-H", f"Authorization: Bearer {token}", f"http://127.0.0.1:{port}{path}"],
         capture_output=True, text=True, check=True, timeout=seconds + 60,
     ).stdout  # fmt: skip
@@ -191,6 +194,8 @@ class Round:
     floor: Load
     get_one: Load
     listed: Load
+    get_alone: Load  # at one connection
+    listed_alone: Load
 
 
 def cpu_per_request(load: Load, kinds: tuple[str, ...]) -> float:
@@ -349,8 +354,11 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     for _ in range(ROUNDS):
         floor_load, get_one = wrk(floor.port, path, token), wrk(app.port, path, token)
         listed = wrk(app.port, list_path, list_token)
-        served += get_one.requests + listed.requests
-        rounds.append(Round(floor_load, get_one, listed))
+        # One connection: each request's own time, with no queue before it.
+        get_alone = wrk(app.port, path, token, seconds=SECONDS // 2, connections=1)
+        listed_alone = wrk(app.port, list_path, list_token, seconds=SECONDS // 2, connections=1)
+        served += sum(load.requests for load in (get_one, listed, get_alone, listed_alone))
+        rounds.append(Round(floor_load, get_one, listed, get_alone, listed_alone))
 
     def each(figure: Callable[[Round], str]) -> str:
         return " / ".join(figure(loads) for loads in rounds)
@@ -374,6 +382,15 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     )
     row("list: page of 50 of 10,000 with since", each(lambda r: described(r.listed)))
     row("list vs GET one: p50 ratio", ratios(lambda r: r.listed.p50_ms / r.get_one.p50_ms), "<= 2")
+    row(
+        "GET one and the list at one connection",
+        each(lambda r: f"p50 {r.get_alone.p50_ms:.2f} and {r.listed_alone.p50_ms:.2f} ms"),
+    )
+    row(
+        "list vs GET one at one connection: p50 ratio",
+        ratios(lambda r: r.listed_alone.p50_ms / r.get_alone.p50_ms),
+        "<= 2",
+    )
     row("list: CPU per request", each(lambda r: described_cpu(r.listed, service)))
     row(
         "list vs GET one: CPU per request",
