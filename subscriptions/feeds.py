@@ -80,7 +80,7 @@ def feed_key_digest(url: str) -> str:
 
 
 # uuid.uuid5, from a hash already fed the namespace: making a new SHA-1 hash with OpenSSL 3 took
-# half of uuid5's time, a tenth of an add of 500 feeds.
+# half of uuid5's time (4.2 us a guid, 2.4 so).
 _NAMESPACE_SHA1 = hashlib.sha1(PODCAST_NAMESPACE.bytes, usedforsecurity=False)
 
 
