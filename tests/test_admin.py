@@ -273,7 +273,7 @@ def ensure_staff() -> str:
 
 
 def printed_password(output: str) -> str:
-    match = re.search(r"password\W*(\S+)", output, re.IGNORECASE)
+    match = re.search(r"with password: (\S+)", output)
     assert match, output
     return match.group(1)
 
@@ -302,6 +302,16 @@ def test_ensure_staff_passwords_differ_between_installs(db):
 
     assert first != second
     assert len(second) >= 16
+
+
+def test_ensure_staff_password_is_letters_and_digits_for_copying_off_a_terminal(db):
+    passwords = set()
+    for _ in range(12):
+        passwords.add(printed_password(ensure_staff()))
+        get_user_model().objects.all().delete()
+
+    assert len(passwords) == 12
+    assert all(re.fullmatch(r"[A-Za-z0-9]{24}", password) for password in passwords), passwords
 
 
 def test_ensure_staff_does_nothing_the_second_time(db):

@@ -1,10 +1,10 @@
 """Create a first staff account when there is none, printing its generated password once."""
 
-import secrets
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.utils.crypto import get_random_string
 
 
 class Command(BaseCommand):
@@ -21,7 +21,9 @@ class Command(BaseCommand):
                 f"python manage.py changepassword {username}"
             )
             return
-        password = secrets.token_urlsafe(18)
+        # Letters and digits only (142 bits): a leading '-' or '_' from token_urlsafe is easy to
+        # lose when copying the password off a terminal by double-click.
+        password = get_random_string(24)
         users.create_superuser(username=username, email="", password=password)
         self.stdout.write(
             self.style.SUCCESS(
