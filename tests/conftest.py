@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
@@ -15,6 +16,11 @@ from config.api import throttles
 from tests import servers
 from tests.factories import UserFactory
 from tests.helpers import Clock
+
+# Hypothesis' 200 ms deadline fails an example that a loaded CI host or a GC pause slowed once;
+# timings live in bench/. print_blob lets a failure seen only in CI be replayed here.
+hypothesis_settings.register_profile("suite", deadline=None, print_blob=True)
+hypothesis_settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session")
