@@ -3,9 +3,9 @@ server keeps a connection, yet a connection the server closed is never used for 
 hot queries prepared on the server."""
 
 import os
+import select
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,12 @@ def last_query(pid: int) -> str:
         return str(cursor.fetchone()[0])
 
 
+def wait_readable(wrapper: Any) -> None:
+    """Until the server's message reaches the socket: another backend sends it when scheduled."""
+    readable, _, _ = select.select([wrapper.connection.fileno()], [], [], 5)
+    assert readable, "nothing reached the socket within 5 s"
+
+
 def terminate(pid: int) -> None:
     """As a restart, a failover or idle_session_timeout would: the server ends the session."""
     with connection.cursor() as cursor:
@@ -58,7 +64,7 @@ def test_a_notification_on_a_kept_connection_leaves_it_usable(kept):
     with other.cursor() as cursor:
         cursor.execute("NOTIFY opa_test")
     other.close()
-    time.sleep(0.05)
+    wait_readable(kept)
 
     assert kept.is_usable()
     assert last_query(backend_pid(kept)) == "SELECT 1"  # asked, since the socket had news
@@ -66,6 +72,7 @@ def test_a_notification_on_a_kept_connection_leaves_it_usable(kept):
 
 def test_a_connection_the_server_ended_is_not_usable(kept):
     terminate(backend_pid(kept))
+    wait_readable(kept)
 
     assert not kept.is_usable()
 
@@ -98,7 +105,7 @@ def test_a_request_after_the_server_ended_the_connection_succeeds(kept_between_r
     with other.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
     other.close()
-    time.sleep(0.05)  # the server's goodbye reaches the socket
+    wait_readable(connection)  # the server's goodbye
 
     close_old_connections()  # what request_started does in a server; the test client does not
     response = api.get("/v1/subscriptions")

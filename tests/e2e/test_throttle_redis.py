@@ -59,7 +59,7 @@ def test_a_counter_without_an_expiry_gets_one(redis_cache):
 
     assert count == 6
     assert left == 60
-    assert 59_000 < redis_cache.pttl("throttle_user_1") <= 60_000
+    assert 55_000 < redis_cache.pttl("throttle_user_1") <= 60_000
 
 
 def test_the_count_survives_a_flush_of_redis_scripts(redis_cache):
@@ -139,12 +139,13 @@ def test_login_attempts_are_counted_in_redis_at_once(anon, redis_cache, settings
 def test_held_counts_reach_redis_with_the_first_request_after_the_interval(
     api, other_api, redis_cache, settings
 ):
-    settings.THROTTLE_SYNC_SECONDS = 0.2
+    settings.THROTTLE_SYNC_SECONDS = 3600  # however slow the machine, these two are held
     api.get(ADD)
     api.get(ADD)
     other_api.get(ADD)
     assert sorted(int(redis_cache.get(key)) for key in redis_cache.keys("throttle_user_*")) == [1]
 
+    settings.THROTTLE_SYNC_SECONDS = 0.2
     time.sleep(0.3)
     api.get(ADD)
 
@@ -229,7 +230,7 @@ def test_a_window_opened_in_the_process_closes_in_redis_when_it_does_there(redis
     counts.count("throttle_user_first", 60, 0)
 
     assert int(redis_cache.get("throttle_user_late")) == 1
-    assert 1_800 < redis_cache.pttl("throttle_user_late") <= 2_000
+    assert 1_000 < redis_cache.pttl("throttle_user_late") <= 2_000  # not a whole 3 s
 
 
 def test_counts_held_when_redis_fails_are_sent_when_it_answers_again(redis_cache, settings):
