@@ -25,7 +25,7 @@ from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 from rest_framework_simplejwt.tokens import RefreshToken, Token
 
-from config.exceptions import NotAuthorized
+from core.exceptions import NotAuthorized
 
 
 @dataclass(frozen=True)

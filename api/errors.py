@@ -18,7 +18,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from config import exceptions as domain
+from core import exceptions as domain
 
 logger = logging.getLogger(__name__)
 

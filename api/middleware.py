@@ -10,7 +10,7 @@ from django.contrib.sessions import middleware as sessions
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
-from config.api.errors import error_response
+from api.errors import error_response
 
 
 class BodySizeLimitMiddleware:

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 
-from config.api.params import MAX_INTEGER, parse_integer, query_param
+from api.params import MAX_INTEGER, parse_integer, query_param
 
 Fetch = Callable[..., tuple[int, list[Any]]]
 

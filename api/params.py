@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from rest_framework.request import Request
 
-from config.exceptions import InvalidInput
+from core.exceptions import InvalidInput
 
 MAX_INTEGER = 2**63 - 1
 

@@ -6,8 +6,8 @@ from django.conf import settings
 from drf_spectacular.contrib.rest_framework_simplejwt import SimpleJWTScheme
 from drf_spectacular.utils import OpenApiResponse
 
-from config.api.errors import MESSAGES
-from config.api.serializers import ErrorSerializer
+from api.errors import MESSAGES
+from api.serializers import ErrorSerializer
 
 _DESCRIPTIONS = {
     **MESSAGES,
@@ -29,7 +29,7 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 class BearerAuthenticationScheme(SimpleJWTScheme):
     """Documents our bearer authentication as the simplejwt scheme it extends."""
 
-    target_class = "config.auth.BearerAuthentication"
+    target_class = "accounts.authentication.BearerAuthentication"
 
 
 # What any authenticated /v1/ operation can answer besides its own errors (the body limit

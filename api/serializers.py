@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from config.api.fields import CredentialField
+from api.fields import CredentialField
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -15,16 +15,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config import auth
-from config.api.fields import format_timestamp
-from config.api.schema import WITH_BODY, WRITE, errors
-from config.api.serializers import (
+from accounts import authentication as auth
+from api.fields import format_timestamp
+from api.schema import WITH_BODY, WRITE, errors
+from api.serializers import (
     AccessTokenSerializer,
     LoginResponseSerializer,
     LoginSerializer,
     RefreshSerializer,
 )
-from config.api.throttles import LoginThrottle
+from api.throttles import LoginThrottle
 
 CAPABILITIES = {
     "urn:opa:core": {"1.0.0": {"status": "STABLE", "root": "/v1"}},

@@ -324,8 +324,8 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
         entries = [services.AddEntry(f"https://list.example.com/{batch}/{i}") for i in range(500)]
         services.subscription_add_many(user=lister, entries=entries)
     time.sleep(0.01)
-    from config.api.fields import format_timestamp
-    from config.clock import now
+    from api.fields import format_timestamp
+    from core.clock import now
 
     since = format_timestamp(now())
     time.sleep(0.01)
@@ -542,7 +542,7 @@ def bench_calls() -> None:
 
     from django.core.handlers.wsgi import WSGIHandler
 
-    from config import auth
+    from accounts import authentication as auth
     from subscriptions import services
     from tests.factories import UserFactory
 
@@ -596,7 +596,7 @@ def bench_queries() -> None:
     from django.test import Client as DjangoClient
     from django.test.utils import CaptureQueriesContext
 
-    from config import auth
+    from accounts import authentication as auth
     from subscriptions import services
     from tests.factories import UserFactory
 

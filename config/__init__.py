@@ -1,4 +1,4 @@
-"""Project configuration: settings, URLs, the Celery app and the API plumbing the apps share."""
+"""Configuration only: settings, URLs, the Celery app, gunicorn, WSGI and ASGI."""
 
 from .celery import app as celery_app
 

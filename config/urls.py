@@ -8,7 +8,7 @@ from drf_spectacular.views import (
     SpectacularYAMLAPIView,
 )
 
-from config.api import views
+from api import views
 from deletions import urls as deletions
 from subscriptions import urls as subscriptions
 
@@ -43,6 +43,6 @@ urlpatterns = [
     path("health", views.health, name="health"),
 ]
 
-handler400 = "config.api.errors.bad_request"
-handler403 = "config.api.errors.permission_denied"
-handler500 = "config.api.errors.server_error"
+handler400 = "api.errors.bad_request"
+handler403 = "api.errors.permission_denied"
+handler500 = "api.errors.server_error"

@@ -1,4 +1,4 @@
-"""Domain errors shared by the apps. They know nothing of HTTP: config/api/errors.py maps them."""
+"""Domain errors shared by the apps. They know nothing of HTTP: api/errors.py maps them."""
 
 from typing import Any
 

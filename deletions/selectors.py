@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from config.exceptions import NotFound
+from core.exceptions import NotFound
 from deletions.models import Deletion
 
 

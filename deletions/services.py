@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from config import clock
+from core import clock
 from deletions.models import Deletion
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_by_guid

@@ -5,8 +5,8 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.params import MAX_INTEGER, parse_integer
-from config.api.schema import AUTHENTICATED, errors
+from api.params import MAX_INTEGER, parse_integer
+from api.schema import AUTHENTICATED, errors
 from deletions import selectors
 from deletions.serializers import DeletionSerializer
 

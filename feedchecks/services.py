@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, Q
 
-from config import clock
+from core import clock
 from feedchecks import fetcher, parsing
 from feedchecks.models import FeedCheck
 from subscriptions import feeds

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from config.celery import RELIABLE
+from core.tasks import RELIABLE
 from feedchecks import services
 
 

@@ -10,7 +10,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
-from config.auth import active_users
+from accounts.authentication import active_users
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 

@@ -14,7 +14,7 @@ from email.utils import format_datetime
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from config.exceptions import InvalidInput
+from core.exceptions import InvalidInput
 
 CONTENT_TYPE = "text/x-opml; charset=utf-8"
 

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 from django.db import connection
 from django.db.models import QuerySet
 
-from config import sql
-from config.exceptions import Gone, NotFound
+from core.db import sql
+from core.exceptions import Gone, NotFound
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 SUBSCRIPTIONS = Subscription._meta.db_table

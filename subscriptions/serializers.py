@@ -8,14 +8,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import (
+from api.fields import (
     RawStringField,
     StrictBooleanField,
     StrictCharField,
     TimestampField,
     format_timestamp,
 )
-from config.api.serializers import OmitNoneSerializer
+from api.serializers import OmitNoneSerializer
 from subscriptions import feeds
 
 

@@ -17,8 +17,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
 from django.db.models import OuterRef, Subquery
 
-from config import clock, sql
-from config.exceptions import Gone, InvalidInput, NotFound
+from core import clock
+from core.db import sql
+from core.exceptions import Gone, InvalidInput, NotFound
 from deletions.models import Deletion
 from subscriptions import feeds, selectors
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid

@@ -19,15 +19,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config import clock
-from config.api.errors import unsupported_media_type_message
-from config.api.negotiation import FirstRenderer
-from config.api.pagination import OpaPagination
-from config.api.params import bad_parameter, parse_timestamp, query_param, reject_unknown
-from config.api.parsers import RawOPMLParser, RawTextXMLParser, RawXMLParser
-from config.api.schema import AUTHENTICATED, WITH_BODY, WRITE, errors
-from config.api.serializers import ErrorSerializer
-from config.exceptions import InvalidInput
+from api.errors import unsupported_media_type_message
+from api.negotiation import FirstRenderer
+from api.pagination import OpaPagination
+from api.params import bad_parameter, parse_timestamp, query_param, reject_unknown
+from api.parsers import RawOPMLParser, RawTextXMLParser, RawXMLParser
+from api.schema import AUTHENTICATED, WITH_BODY, WRITE, errors
+from api.serializers import ErrorSerializer
+from core import clock
+from core.exceptions import InvalidInput
 from deletions import services as deletion_services
 from deletions.serializers import DeletionRequestedSerializer
 from subscriptions import feeds, opml, selectors, services

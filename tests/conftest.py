@@ -11,8 +11,8 @@ from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from config import auth
-from config.api import throttles
+from accounts import authentication as auth
+from api import throttles
 from tests import servers
 from tests.factories import UserFactory
 from tests.helpers import Clock
@@ -47,14 +47,14 @@ def django_db_modify_db_settings(
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The service clock, pinned so timestamps can be compared exactly."""
     fake = Clock()
-    monkeypatch.setattr("config.clock.now", lambda: fake.now)
+    monkeypatch.setattr("core.clock.now", lambda: fake.now)
     return fake
 
 
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
     """Throttle counters live in the cache (or Redis, and the process's share of them), verified
-    tokens and active users in config.auth's: each test starts with none."""
+    tokens and active users in accounts.authentication's: each test starts with none."""
     cache.clear()
     auth.forget_all()
     throttles.forget()

@@ -32,7 +32,7 @@ def assert_error(response: Any, status: int, message: str | None = None) -> dict
 
 
 class Clock:
-    """Stands in for config.clock: the service's time, moved only by the test."""
+    """Stands in for core.clock: the service's time, moved only by the test."""
 
     def __init__(self) -> None:
         self.now = datetime(2024, 2, 23, 14, 0, 0, 123000, tzinfo=UTC)

@@ -203,9 +203,7 @@ def test_api8_no_browsable_api_only_json(api, user):
 
     response = api.get("/v1/subscriptions", HTTP_ACCEPT="text/html")
 
-    assert settings.REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] == [
-        "config.api.renderers.JSONRenderer"
-    ]
+    assert settings.REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"] == ["api.renderers.JSONRenderer"]
     assert response["Content-Type"].startswith("application/json")
     assert b"<html" not in response.content.lower()
 

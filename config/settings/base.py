@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "rest_framework_simplejwt.token_blacklist",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "api",
+    "accounts",
     "subscriptions",
     "deletions",
     "feedchecks",
@@ -50,14 +52,14 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "config.api.middleware.AllowedHostMiddleware",
-    "config.api.middleware.BodySizeLimitMiddleware",
+    "api.middleware.AllowedHostMiddleware",
+    "api.middleware.BodySizeLimitMiddleware",
     # Django's session, user and message middleware, skipped for /v1/ requests.
-    "config.api.middleware.SessionMiddleware",
+    "api.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "config.api.middleware.AuthenticationMiddleware",
-    "config.api.middleware.MessageMiddleware",
+    "api.middleware.AuthenticationMiddleware",
+    "api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -87,7 +89,7 @@ DATABASES = {
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
-POSTGRESQL_ENGINE = "config.postgresql"  # its health check costs no round trip
+POSTGRESQL_ENGINE = "core.db.postgresql"  # its health check costs no round trip
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
     # The backend's bound cursors (the hottest reads, written out in SQL) are prepared once run
@@ -168,18 +170,18 @@ CACHES = {
 # --- API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "config.auth.BearerAuthentication",
+        "accounts.authentication.BearerAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JSONRenderer"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.ContentNegotiation",
-    "DEFAULT_THROTTLE_CLASSES": ["config.api.throttles.UserThrottle"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["api.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.negotiation.ContentNegotiation",
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttles.UserThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
         "login": env.str("THROTTLE_LOGIN_RATE", default="10/min"),
     },
-    "EXCEPTION_HANDLER": "config.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     # Trust X-Forwarded-For only from this many proxies in front: throttles key on the address.
@@ -197,11 +199,11 @@ SIMPLE_JWT = {
     "AUTH_HEADER_TYPES": ("Bearer",),
 }
 # How long a web process trusts that a token's user is still active before reading it again
-# (config.auth.active_users): a deactivation reaches every process within this; 0 reads it on
-# every request.
+# (accounts.authentication.active_users): a deactivation reaches every process within this; 0
+# reads it on every request.
 AUTH_USER_CACHE_SECONDS = env.int("AUTH_USER_CACHE_SECONDS", default=10)
 # How long a web process may hold the requests it counted before adding them to the shared
-# counts in Redis, while a client has used at most half its rate (config.api.throttles); 0 sends
+# counts in Redis, while a client has used at most half its rate (api.throttles); 0 sends
 # every request's count at once.
 THROTTLE_SYNC_SECONDS = env.float("THROTTLE_SYNC_SECONDS", default=0.1)
 
@@ -220,7 +222,7 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/v1",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.api.schema.strict_request_bodies",
+        "api.schema.strict_request_bodies",
     ],
 }
 

@@ -91,7 +91,7 @@ def fetch(
     sql: str, params: Sequence[Any], columns: Columns, *, prepare: bool = False
 ) -> list[tuple[Any, ...]]:
     """The rows of written-out SQL, as `columns`; `prepare` only a lookup by a unique key, whose
-    plan does not depend on its values (config.postgresql)."""
+    plan does not depend on its values (core.db.postgresql)."""
     with _cursor(prepare=prepare) as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

@@ -14,7 +14,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from config import auth
+from accounts import authentication as auth
 from tests.factories import UserFactory
 from tests.helpers import assert_error, at_once
 

@@ -14,7 +14,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from config.api.throttles import UserThrottle
+from api.throttles import UserThrottle
 from deletions.models import Deletion
 from subscriptions.models import Subscription
 from subscriptions.services import AddEntry, subscription_add_many

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.api.fields import format_timestamp
+from api.fields import format_timestamp
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from config.api.negotiation import ContentNegotiation
-from config.api.renderers import JSONRenderer
+from api.negotiation import ContentNegotiation
+from api.renderers import JSONRenderer
 
 ACCEPTS = [
     None,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rest_framework import renderers
 from rest_framework.exceptions import ErrorDetail
 
-from config.api.renderers import JSONRenderer
+from api.renderers import JSONRenderer
 
 
 class EscapingRenderer(renderers.JSONRenderer):

@@ -1,4 +1,4 @@
-"""The PostgreSQL connection: a health check (config/postgresql) with no round trip while the
+"""The PostgreSQL connection: a health check (core/db/postgresql) with no round trip while the
 server keeps a connection, yet a connection the server closed is never used for a request; and
 hot queries prepared on the server."""
 
@@ -158,5 +158,5 @@ def test_prepared_statements_are_on_unless_turned_off(value, expected):
     ).stdout  # fmt: skip
 
     engine, options = out.split(" ", 1)
-    assert engine == "config.postgresql"
+    assert engine == "core.db.postgresql"
     assert ("'prepare_threshold': 5" in options) is expected

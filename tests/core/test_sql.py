@@ -1,4 +1,4 @@
-"""config.sql's written-out inserts and lookups, on PostgreSQL (the e2e test of the embedded
+"""core.db.sql's written-out inserts and lookups, on PostgreSQL (the e2e test of the embedded
 default runs their SQLite forms through the API)."""
 
 import uuid
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import DataError, transaction
 
-from config import sql
+from core.db import sql
 from subscriptions.models import Subscription, SubscriptionFeed
 from tests.factories import UserFactory
 

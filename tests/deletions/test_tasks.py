@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.db import OperationalError
 
-from config import clock
+from core import clock
 from deletions import services
 from deletions.models import Deletion
 from deletions.tasks import process_deletion, sweep_deletions

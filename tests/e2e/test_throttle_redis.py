@@ -8,8 +8,8 @@ import time
 import pytest
 import redis
 
-from config.api import throttles
-from config.api.throttles import UserThrottle
+from api import throttles
+from api.throttles import UserThrottle
 from tests.servers import free_port
 
 ADD = "/v1/subscriptions"
@@ -89,7 +89,7 @@ def test_while_redis_does_not_answer_each_process_counts_on_its_own(
     """Not a sync refused, nor requests held one after the other; still throttled, and logged
     once."""
     monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "4/min", "login": "10/min"})
-    with caplog.at_level(logging.WARNING, logger="config.api.throttles"):
+    with caplog.at_level(logging.WARNING, logger="api.throttles"):
         started = time.monotonic()
         statuses = [api.get(ADD).status_code for _ in range(5)]
         elapsed = time.monotonic() - started

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from config import clock
+from core import clock
 from feedchecks.models import FeedCheck
 from subscriptions import feeds
 from tests.factories import UserFactory

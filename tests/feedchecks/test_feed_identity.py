@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from config import clock
+from core import clock
 from feedchecks.models import FeedCheck
 from feedchecks.services import feed_check_run
 from subscriptions import feeds

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework_simplejwt.tokens import AccessToken
 
-from config.api.throttles import UserThrottle
+from api.throttles import UserThrottle
 from subscriptions import feeds, selectors, services
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 from tests.conftest import client_for

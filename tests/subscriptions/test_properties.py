@@ -14,7 +14,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from config.exceptions import DomainError
+from core.exceptions import DomainError
 from subscriptions import selectors, services
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 

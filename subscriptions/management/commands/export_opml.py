@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from config import clock
+from core import clock
 from subscriptions import opml, selectors
 
 

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from config.exceptions import InvalidInput
+from core.exceptions import InvalidInput
 from subscriptions import opml, services
 from subscriptions.management.commands.export_opml import progress_stream
 
