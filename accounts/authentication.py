@@ -1,96 +1,30 @@
-"""Token authentication (product.md section 2) on djangorestframework-simplejwt.
-
-Refresh tokens rotate: each refresh blacklists the token it used and hands out a new one.
-"""
+"""Bearer token authentication (docs/api.md, "Authentication") on djangorestframework-simplejwt,
+with the web process's caches of verified tokens and active users."""
 
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import update_last_login
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
 from rest_framework_simplejwt.authentication import JWTAuthentication
-from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidToken, TokenError
+from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidToken
 from rest_framework_simplejwt.settings import api_settings
-from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
-from rest_framework_simplejwt.tokens import RefreshToken, Token
-
-from core.exceptions import NotAuthorized
-
-
-@dataclass(frozen=True)
-class Tokens:
-    access_token: str
-    expires_in: int
-    refresh_token: str
-    refresh_expires: datetime
-
-
-def _issue(user: AbstractBaseUser) -> Tokens:
-    refresh = RefreshToken.for_user(user)
-    return Tokens(
-        access_token=str(refresh.access_token),
-        expires_in=int(api_settings.ACCESS_TOKEN_LIFETIME.total_seconds()),
-        refresh_token=str(refresh),
-        refresh_expires=datetime.fromtimestamp(refresh["exp"], tz=UTC),
-    )
-
-
-def token_login(*, username: str, password: str) -> Tokens:
-    if "\x00" in username + password:
-        raise NotAuthorized()  # no account has one, and the database cannot be asked
-    user = authenticate(username=username, password=password)
-    if user is None:
-        raise NotAuthorized()
-    update_last_login(None, user)  # type: ignore[arg-type]
-    return _issue(user)
-
-
-def _verified(token: str) -> RefreshToken:
-    try:
-        return RefreshToken(token)  # type: ignore[arg-type]
-    except TokenError as exc:  # bad signature, expired, blacklisted, malformed
-        raise NotAuthorized() from exc
-
-
-def token_refresh(*, refresh_token: str) -> Tokens:
-    old = _verified(refresh_token)
-    user = (
-        get_user_model()
-        .objects.filter(pk=old.get(api_settings.USER_ID_CLAIM), is_active=True)
-        .first()
-    )
-    if user is None:
-        raise NotAuthorized()
-    with transaction.atomic():
-        # Locked, so that of two refreshes racing with one token only the first succeeds.
-        outstanding = OutstandingToken.objects.select_for_update().filter(jti=old["jti"]).first()
-        if outstanding is None or BlacklistedToken.objects.filter(token=outstanding).exists():
-            raise NotAuthorized()
-        BlacklistedToken.objects.create(token=outstanding)
-    return _issue(user)
-
-
-def token_logout(*, refresh_token: str) -> None:
-    _verified(refresh_token).blacklist()
+from rest_framework_simplejwt.tokens import Token
 
 
 class _ActiveUsers:
     """Ids of users recently found active, kept for `AUTH_USER_CACHE_SECONDS` per process.
 
-    Reading the user on every request cost a database round trip and a quarter of a GET's CPU
-    time. Only active users are kept, so a deactivation takes effect in every web process
-    within the cache's lifetime, and at once in the process that made it (`forget`).
+    Reading the user on every request costs a database round trip (bench/README.md,
+    "accounts.authentication.active_users"). Only active users are kept, so a deactivation takes
+    effect in every web process within the cache's lifetime, and at once in the process that made it
+    (`forget`).
     """
 
     def __init__(self) -> None:
@@ -134,17 +68,17 @@ class _ActiveUsers:
 active_users = _ActiveUsers()
 
 
-@receiver(post_save, sender=settings.AUTH_USER_MODEL)
-@receiver(post_delete, sender=settings.AUTH_USER_MODEL)
-def _forget_changed_user(sender: Any, instance: AbstractBaseUser, **kwargs: Any) -> None:
+def forget_changed_user(sender: Any, instance: AbstractBaseUser, **kwargs: Any) -> None:
+    """Receiver of the user model's post_save and post_delete (AccountsConfig.ready)."""
     active_users.forget([instance.pk])
 
 
 # The same token string always verifies the same way: a web process keeps the tokens it verified
-# recently, with the time they expire, and checks only that time again. Verifying (PyJWT:
-# decoding, the signature, the claims) took a fifth of a GET's CPU time, and an app sends the
-# same token for an hour. Were access tokens ever revoked one by one (simplejwt's blacklist for
-# them, CHECK_REVOKE_TOKEN), that check would have to run on every request, outside this cache.
+# recently, with the time they expire, and checks only that time again: an app sends the same token
+# for an hour, and verifying it (PyJWT: decoding, the signature, the claims) is a large share of a
+# GET (bench/README.md, "accounts.authentication._verified_tokens"). Were access tokens ever revoked
+# one by one (simplejwt's blacklist for them, CHECK_REVOKE_TOKEN), that check would have to run on
+# every request, outside this cache.
 _verified_tokens: TTLCache[bytes, tuple[Token, float]] = TTLCache(maxsize=4096, ttl=300)
 _verified_lock = threading.Lock()
 
@@ -166,7 +100,7 @@ class BearerAuthentication(JWTAuthentication):
     """simplejwt's bearer authentication, checking that the token's user is active.
 
     Tokens verified recently are not verified again, only their expiry. The user check reads
-    only the user's id, written out in SQL (the ORM's version cost a tenth of a GET), and is
+    only the user's id, written out in SQL (cheaper than the ORM's query), and is
     skipped while `active_users` remembers the user. Everything else about the user is loaded
     only if a request reads it.
     """

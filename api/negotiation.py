@@ -1,4 +1,4 @@
-"""Content negotiation of the API."""
+"""Content negotiation of the API: DRF's, sooner for what apps send, and one that ignores Accept."""
 
 from collections.abc import Iterable
 from typing import Any
@@ -10,8 +10,8 @@ from rest_framework.request import Request
 
 class ContentNegotiation(DefaultContentNegotiation):
     """DRF's negotiation, answering at once for what apps send: no Accept, `*/*`, or exactly the
-    first renderer's media type. DRF's parsing of the header, for the same answer, took a
-    twelfth of a GET's calls."""
+    first renderer's media type, for which DRF's parsing of the header comes to the same answer
+    (bench/README.md, "api.negotiation.ContentNegotiation")."""
 
     def select_renderer(
         self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: Any = None
@@ -28,7 +28,7 @@ class ContentNegotiation(DefaultContentNegotiation):
         return super().select_renderer(request, renderers, format_suffix)
 
 
-class FirstRenderer(DefaultContentNegotiation):
+class IgnoreAcceptNegotiation(DefaultContentNegotiation):
     """Ignores Accept: a view that answers in one format answers in it, whatever a client asks.
 
     The OPML export is OPML and its errors JSON; DRF would otherwise answer 406 to an app that

@@ -17,8 +17,8 @@ class _EscapingJSONRenderer(renderers.JSONRenderer):
 
 
 class JSONRenderer(renderers.JSONRenderer):
-    """DRF's renderer, its bytes made by orjson where it can (a page of 50 items in a fifth of
-    the time).
+    """DRF's renderer, its bytes made by orjson where it can, which is much faster
+    (bench/README.md, "api.renderers.JSONRenderer").
 
     DRF's own makes the rest: indented output (orjson indents by two spaces only), and data that
     cannot be UTF-8, which it escapes to ASCII: a lone surrogate a client sent (valid in JSON

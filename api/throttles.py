@@ -1,4 +1,4 @@
-"""Request throttles whose 429 names the limit that was hit (product.md section 11).
+"""Request throttles whose 429 names the limit that was hit (docs/api.md, "Limits").
 
 Each counts a client's requests in a window of the rate's period that opens at the client's
 first request: in Redis when there is one (so every web process shares the count) and in the
@@ -72,14 +72,15 @@ class _Held:
 class SharedCounts:
     """A web process's share of the counts in Redis.
 
-    A round trip to Redis on every request took a third of a GET's CPU time under load, so a
-    request is counted in the process alone while the process's estimate of its window (the
-    count Redis last answered, plus the requests counted here since) stays at most `local_until`
-    and the process last sent its counts less than THROTTLE_SYNC_SECONDS ago. Any other request
-    sends every count the process holds, its own included, in one round trip, and is decided on
-    the count Redis answers. So a refusal always rests on the shared count; what a process holds
-    unsent is what it counted within one interval after a round trip, at most `local_until` per
-    window. Held requests whose window has closed since are dropped, not charged to the next.
+    A round trip to Redis on every request is a large share of a GET's CPU time under load
+    (bench/README.md, "api.throttles.SharedCounts"), so a request is counted in the process alone
+    while the process's estimate of its window (the count Redis last answered, plus the requests
+    counted here since) stays at most `local_until` and the process last sent its counts less than
+    THROTTLE_SYNC_SECONDS ago. Any other request sends every count the process holds, its own
+    included, in one round trip, and is decided on the count Redis answers. So a refusal always
+    rests on the shared count; what a process holds unsent is what it counted within one interval
+    after a round trip, at most `local_until` per window. Held requests whose window has closed
+    since are dropped, not charged to the next.
     """
 
     def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""Endpoints that belong to no app: the API index, capabilities, authentication, health."""
+"""Endpoints that belong to no app: the API index, capabilities, the catch-all 404, health."""
 
 from typing import Any
 
@@ -8,27 +8,18 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import authentication as auth
-from api.fields import format_timestamp
-from api.schema import WITH_BODY, WRITE, errors
-from api.serializers import (
-    AccessTokenSerializer,
-    LoginResponseSerializer,
-    LoginSerializer,
-    RefreshSerializer,
-)
-from api.throttles import LoginThrottle
+from api.schema import errors
 
 CAPABILITIES = {
     "urn:opa:core": {"1.0.0": {"status": "STABLE", "root": "/v1"}},
-    # GET and POST {root}/subscriptions.opml: OPML 2.0 export and import (README, API section).
+    # GET and POST {root}/subscriptions.opml: OPML 2.0 export and import (docs/api.md,
+    # "OPML import and export").
     "urn:opa:extra:opml": {"1.0.0": {"status": "STABLE", "root": "/v1"}},
 }
 
@@ -68,55 +59,6 @@ class CapabilitiesView(PublicView):
     )
     def get(self, request: Request) -> Response:
         return Response(CAPABILITIES)
-
-
-def _tokens_body(tokens: auth.Tokens) -> dict[str, Any]:
-    return {
-        "access_token": tokens.access_token,
-        "expires_in": tokens.expires_in,
-        "refresh_token": tokens.refresh_token,
-        "refresh_expires": format_timestamp(tokens.refresh_expires),
-    }
-
-
-class LoginView(PublicView):
-    throttle_classes = [LoginThrottle]
-
-    @extend_schema(
-        request=LoginSerializer,
-        responses={200: LoginResponseSerializer, **errors(401, 405, 429, *WITH_BODY, *WRITE)},
-        summary="Log in with a username and password",
-    )
-    def post(self, request: Request) -> Response:
-        serializer = LoginSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        tokens = auth.token_login(**serializer.validated_data)
-        return Response({**_tokens_body(tokens), "refresh_endpoint": "/v1/auth/refresh"})
-
-
-class RefreshView(PublicView):
-    @extend_schema(
-        request=RefreshSerializer,
-        responses={200: AccessTokenSerializer, **errors(401, 405, 429, *WITH_BODY, *WRITE)},
-        summary="Exchange a refresh token for new tokens",
-    )
-    def post(self, request: Request) -> Response:
-        serializer = RefreshSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return Response(_tokens_body(auth.token_refresh(**serializer.validated_data)))
-
-
-class LogoutView(PublicView):
-    @extend_schema(
-        request=RefreshSerializer,
-        responses={204: None, **errors(401, 405, 429, *WITH_BODY, *WRITE)},
-        summary="Revoke a refresh token",
-    )
-    def post(self, request: Request) -> Response:
-        serializer = RefreshSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        auth.token_logout(**serializer.validated_data)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class NotFoundView(PublicView):

@@ -18,8 +18,8 @@ threads = int(os.environ.get("WEB_THREADS", "2"))
 keepalive = 5
 # Each worker listens on a socket of its own (SO_REUSEPORT), and the kernel spreads connections
 # over them. On one shared socket, the worker that woke first took most of a few kept-alive
-# connections (a proxy's, a benchmark's): now and then one worker of four served all eight
-# while the others idled. A worker that stops drops what still waits in its own queue, unless
+# connections (a proxy's, a benchmark's) while the others idled (bench/README.md,
+# "config.gunicorn.reuse_port"). A worker that stops drops what still waits in its own queue, unless
 # the kernel hands it on (sysctl net.ipv4.tcp_migrate_req=1, Linux 5.14 and later).
 reuse_port = os.environ.get("GUNICORN_REUSE_PORT", "true").lower() not in ("0", "false", "no")
 timeout = 30
@@ -30,8 +30,8 @@ preload_app = True
 
 def pre_fork(server: Any, worker: Any) -> None:
     """What the master loaded (Django, the app) lives as long as the workers: frozen, the
-    garbage collector no longer scans it in every collection of every worker (half of their
-    collections' time), nor writes to its memory, which the workers then keep sharing."""
+    garbage collector no longer scans it in every collection of every worker (bench/README.md,
+    "config.gunicorn.pre_fork"), nor writes to its memory, which the workers then keep sharing."""
     gc.freeze()
 
 

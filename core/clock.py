@@ -1,4 +1,5 @@
-"""The service's clock: UTC, truncated to the milliseconds the API shows (product.md section 5)."""
+"""The service's clock: UTC, truncated to the milliseconds the API shows (docs/api.md,
+"Identifiers, URLs and timestamps")."""
 
 from datetime import datetime
 

@@ -1,5 +1,6 @@
 """Reads of deletions."""
 
+from collections.abc import Collection
 from typing import Any
 
 from core.exceptions import NotFound
@@ -12,3 +13,12 @@ def deletion_get(*, user: Any, deletion_id: int) -> Deletion:
     if deletion is None:
         raise NotFound()
     return deletion
+
+
+def deletion_pending_for(*, subscriptions: Collection[Any]) -> bool:
+    """Whether a deletion of any of `subscriptions` is pending."""
+    if not subscriptions:
+        return False
+    return Deletion.objects.filter(
+        subscription__in=subscriptions, status=Deletion.Status.PENDING
+    ).exists()

@@ -1,6 +1,6 @@
 """Deleting a subscription: the request, the work a Celery worker does, and the sweep.
 
-The lifecycle (product.md section 10): DELETE writes a PENDING Deletion and sends the task after
+The lifecycle (docs/api.md, "Deletion"): DELETE writes a PENDING Deletion and sends the task after
 commit. The task claims the deletion under a row lock and does the whole deletion in one
 transaction, so a redelivered or duplicate message finds it finished and does nothing. A periodic
 sweep re-sends deletions left pending (lost message, broker down, worker killed) and fails them

@@ -1,32 +1,31 @@
-"""The /v1/deletions endpoint: the status of a deletion by its id."""
+"""The deletion endpoints: DELETE /v1/subscriptions/{guid} asks for one, GET /v1/deletions/{id}
+tells how it went."""
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.params import MAX_INTEGER, parse_integer
-from api.schema import AUTHENTICATED, errors
-from deletions import selectors
-from deletions.serializers import DeletionSerializer
+from api.params import parse_integer
+from deletions import openapi, selectors, services
+from deletions.serializers import DeletionRequestedSerializer, DeletionSerializer
+from subscriptions.views import parse_path_guid
+
+
+# The DELETE action of /v1/subscriptions/{guid}, for the subscriptions' viewset: subscriptions know
+# nothing of deletions, so config/urls.py joins the two. (No docstring: the OpenAPI document would
+# show it as the description of the viewset's operations.)
+class SubscriptionDestroyMixin:
+    @openapi.deletion_request
+    def destroy(self, request: Request, guid: str) -> Response:
+        deletion = services.deletion_request(user=request.user, guid=parse_path_guid(guid))
+        return Response(DeletionRequestedSerializer(deletion).data, status=202)
 
 
 class DeletionViewSet(viewsets.ViewSet):
     lookup_field = "id"
     lookup_value_regex = "[^/]+"
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "id",
-                {"type": "integer", "minimum": 1, "maximum": MAX_INTEGER},
-                OpenApiParameter.PATH,
-                description="The deletion_id DELETE answered.",
-            )
-        ],
-        responses={200: DeletionSerializer, **errors(*AUTHENTICATED, 404)},
-        summary="Read the status of a deletion",
-    )
+    @openapi.deletion_read
     def retrieve(self, request: Request, id: str) -> Response:
         deletion = selectors.deletion_get(user=request.user, deletion_id=parse_integer("id", id))
         return Response(DeletionSerializer(deletion).data)

@@ -5,3 +5,9 @@ class FeedchecksConfig(AppConfig):
     name = "feedchecks"
     verbose_name = "feed checks"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from feedchecks.receivers import check_feeds_after_commit
+        from subscriptions.signals import feed_check_wanted
+
+        feed_check_wanted.connect(check_feeds_after_commit, dispatch_uid="feedchecks")

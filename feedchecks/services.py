@@ -1,4 +1,5 @@
-"""Checking feeds in the background for their real guid and new address (README "Feed identity").
+"""Checking feeds in the background for their real guid and new address (docs/api.md, "Feed
+identity").
 
 An add or PATCH asks for a check after it commits (feed_checks_request). A worker then claims the
 feed URL with a conditional UPDATE, so a URL is fetched at most once per FEED_CHECK_INTERVAL

@@ -1,16 +1,15 @@
-"""Staff views of users and their subscriptions, with guid and feed URL history (section 12)."""
+"""Staff views of subscriptions, with guid and feed URL history, and the users' subscription
+counts (docs/operations.md, "Staff")."""
 
 from typing import Any
 
-from django.conf import settings
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
-from accounts.authentication import active_users
+from accounts.admin import AccountAdmin
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 
@@ -96,9 +95,6 @@ class SubscriptionAdmin(admin.ModelAdmin):
         return obj.changed
 
 
-User = get_user_model()
-
-
 def _subscriptions_of_row(condition: Q | None = None) -> Coalesce:
     """How many of the listed user's subscriptions meet `condition`, counted per row: the list's
     counts (a separate query) then stay on the user table instead of joining every subscription."""
@@ -112,29 +108,21 @@ def _subscriptions_of_row(condition: Q | None = None) -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-# Django's auth app registered the plain user admin first (INSTALLED_APPS order): replace it.
+User = get_user_model()
+# The accounts app registered its user admin (INSTALLED_APPS order): this one adds the counts.
 admin.site.unregister(User)
 
 
 @admin.register(User)
-class AccountAdmin(UserAdmin):
-    """Django's user admin (create, reset password, deactivate) with subscription counts.
-
-    Deactivating stops the account: its refresh tokens are refused at once, its access tokens
-    within `AUTH_USER_CACHE_SECONDS` (the web processes' cache of active users).
-    """
+class UserSubscriptionsAdmin(AccountAdmin):
+    """The accounts app's user admin, with each user's subscription counts."""
 
     list_display = [
-        "username",
-        "email",
-        "is_active",
-        "is_staff",
+        *AccountAdmin.list_display[:4],
         "subscribed_count",
         "subscription_count",
-        "last_login",
+        *AccountAdmin.list_display[4:],
     ]
-    actions = ["deactivate", "activate"]
-    show_full_result_count = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # Counted in the list's one query, not one query per row.
@@ -155,28 +143,3 @@ class AccountAdmin(UserAdmin):
     @admin.display(description="subscriptions (all)", ordering="_subscriptions")
     def subscription_count(self, obj: Any) -> int:
         return int(obj._subscriptions)
-
-    @admin.action(description="Deactivate selected users (they can no longer log in)")
-    def deactivate(self, request: HttpRequest, queryset: QuerySet) -> None:
-        # Not oneself: a staff member locking themselves out by a slip of the checkbox.
-        leaving = queryset.exclude(pk=request.user.pk)
-        ids = list(leaving.values_list("pk", flat=True))
-        changed = leaving.update(is_active=False)
-        active_users.forget(ids)  # update() sends no signal
-        self.message_user(
-            request,
-            f"Deactivated {changed} user(s). Their access tokens stop working within "
-            f"{settings.AUTH_USER_CACHE_SECONDS} seconds.",
-            messages.SUCCESS,
-        )
-        if queryset.filter(pk=request.user.pk).exists():
-            self.message_user(
-                request,
-                "You were left active: staff cannot deactivate themselves.",
-                messages.WARNING,
-            )
-
-    @admin.action(description="Activate selected users")
-    def activate(self, request: HttpRequest, queryset: QuerySet) -> None:
-        changed = queryset.update(is_active=True)
-        self.message_user(request, f"Activated {changed} user(s).", messages.SUCCESS)

@@ -1,4 +1,5 @@
-"""OPML documents (product.md section 13): reading an app's export safely, writing the user's.
+"""OPML documents (docs/api.md, "OPML import and export"): reading an app's export safely,
+writing the user's.
 
 Reading goes through defusedxml with DTDs forbidden, so a billion-laughs bomb or an external
 entity (`file:///etc/passwd`) is refused before anything is expanded or fetched. Writing goes

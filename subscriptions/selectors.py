@@ -159,8 +159,8 @@ _LISTED_NAMES = ", ".join(_SHOWN_NAMES)
 def subscription_list(
     *, user: Any, since: datetime | None, offset: int, limit: int
 ) -> tuple[int, list[ShownSubscription]]:
-    """How many subscriptions the list has, and `limit` of them from `offset` (product.md
-    section 9), in one query.
+    """How many subscriptions the list has, and `limit` of them from `offset` (docs/api.md,
+    "GET /v1/subscriptions"), in one query.
 
     Deleted and unsubscribed ones included; with `since`, only those changed after it. In
     creation order, which a change never moves, so a client walking the pages while it changes

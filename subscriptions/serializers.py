@@ -54,9 +54,9 @@ class AddEntrySerializer(serializers.Serializer):
 class AddRequestSerializer(serializers.Serializer):
     subscriptions = AddEntrySerializer(many=True)
 
-    # Running AddEntrySerializer's fields for each of 500 entries took a tenth of such an add:
-    # entries those fields take as they are pass straight through; anything else runs them, for
-    # their errors. A test holds both ways to the same answers.
+    # Running AddEntrySerializer's fields for each of 500 entries is costly (bench/README.md,
+    # "subscriptions.serializers"): entries those fields take as they are pass straight through;
+    # anything else runs them, for their errors. A test holds both ways to the same answers.
     def to_internal_value(self, data: Any) -> Any:
         entries = data.get("subscriptions") if isinstance(data, dict) else None
         if isinstance(entries, list) and all(
@@ -89,11 +89,11 @@ class AddResponseSerializer(serializers.Serializer):
     success = AddedSerializer(many=True)
     failure = AddFailureSerializer(many=True)
 
-    # Describes the answer for the schema. The views build it with add_response(): running
-    # these fields for each of 500 entries took a tenth of such an add. A test compares the two.
+    # Describes the answer for the schema. The views build it with add_result_body(), which
+    # is far cheaper than these fields for 500 entries. A test compares the two.
 
 
-def add_response(result: Any) -> dict[str, Any]:
+def add_result_body(result: Any) -> dict[str, Any]:
     """An add's result (services.AddResult) as AddResponseSerializer shows it."""
     stamp = functools.cache(format_timestamp)  # an add's subscriptions mostly share one time
     return {
@@ -123,14 +123,15 @@ class SubscriptionSerializer(OmitNoneSerializer):
     guid_changed = TimestampField(required=False)
     deleted = TimestampField(required=False)
 
-    # Describes the item for the schema. The views build it with item(): running these fields
-    # for each of a page's items took a sixth of a list request. A test compares the two.
+    # Describes the item for the schema. The views build it with subscription_body(), which is
+    # far cheaper than these fields for each of a page's items. A test compares the two.
 
 
-def item(sub: Any, asked: uuid.UUID | str) -> dict[str, Any]:
-    """`sub` as SubscriptionSerializer shows it read by `asked`; without a serializer, whose
-    making cost a page as much as its items. Guids are UUIDs, or their canonical strings (GET
-    one and the list read them as text: selectors.ShownSubscription)."""
+def subscription_body(sub: Any, asked: uuid.UUID | str) -> dict[str, Any]:
+    """The subscription's JSON body: `sub` as SubscriptionSerializer shows it read by `asked`,
+    made without a serializer (bench/README.md, "subscriptions.serializers"). Guids are UUIDs, or
+    their canonical strings (GET one and the list read them as text:
+    selectors.ShownSubscription)."""
     shown = {
         "feed_url": sub.feed_url,
         "guid": str(asked),
@@ -168,3 +169,18 @@ class UpdateResponseSerializer(OmitNoneSerializer):
     subscription_changed = TimestampField(required=False)
     new_guid = serializers.UUIDField(required=False)
     guid_changed = TimestampField(required=False)
+
+
+def update_result_body(change: Any, sub: Any) -> dict[str, Any]:
+    """A PATCH's answer: only what it asked about (docs/api.md, "PATCH /v1/subscriptions/{guid}");
+    `change` is the services.SubscriptionUpdate, `sub` the subscription it ended as."""
+    answer: dict[str, object] = {}
+    if change.new_feed_url is not None:
+        answer.update(new_feed_url=sub.feed_url, subscription_changed=sub.subscription_changed)
+    if change.is_subscribed is not None:
+        answer.update(
+            is_subscribed=sub.is_subscribed, subscription_changed=sub.subscription_changed
+        )
+    if change.new_guid is not None:
+        answer.update(new_guid=sub.guid, guid_changed=sub.guid_changed)
+    return UpdateResponseSerializer(answer).data

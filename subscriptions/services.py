@@ -1,4 +1,5 @@
-"""Writes to subscriptions: adding many at once and changing one (product.md sections 6-8).
+"""Writes to subscriptions: adding many at once and changing one (docs/api.md: "POST
+/v1/subscriptions", "PATCH /v1/subscriptions/{guid}", "Guid history").
 
 Both go through a _Workspace: it loads every subscription the request names (by any guid or feed
 URL it ever had), applies the rules in memory and writes the result back with bulk statements,
@@ -20,8 +21,7 @@ from django.db.models import OuterRef, Subquery
 from core import clock
 from core.db import sql
 from core.exceptions import Gone, InvalidInput, NotFound
-from deletions.models import Deletion
-from subscriptions import feeds, selectors
+from subscriptions import feeds, selectors, signals
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 
@@ -136,8 +136,8 @@ class _Workspace:
     def move_feed(self, sub: Subscription, url: str, digest: str) -> None:
         """Point `sub` at a new feed URL.
 
-        A URL that another subscription has or ever had reaches that subscription (section 8), so
-        both are one feed: that one is merged into `sub`. Taking the URL from the other's history
+        A URL that another subscription has or ever had reaches that subscription ("Guid history"),
+        so both are one feed: that one is merged into `sub`. Taking the URL from the other's history
         instead would leave its guid at a URL it no longer reaches, and sending the same entries
         again would merge them then: merging at once is what makes a resend change nothing.
         """
@@ -281,7 +281,8 @@ def _validate_entry(entry: AddEntry) -> _ValidEntry:
 
 
 def _add_one(ws: _Workspace, entry: _ValidEntry) -> Subscription:
-    """Product.md section 6, step 3, for one entry."""
+    """Find, change or create the subscription one entry names (docs/api.md, "POST
+    /v1/subscriptions")."""
     if entry.sent_guid is not None:
         # A sent guid is authoritative: it decides which subscription this is.
         sub = ws.by_guid.get(entry.sent_guid)
@@ -392,10 +393,17 @@ def subscription_update(*, user: Any, guid: uuid.UUID, change: SubscriptionUpdat
 
 
 def _check_feeds_later(ws: _Workspace, subs: Iterable[Subscription]) -> None:
-    """Have the feeds of `subs` checked once the current transaction commits."""
-    from feedchecks.services import feed_checks_request
+    """Ask for the feeds of `subs` to be checked (the feedchecks app, once this commits)."""
+    signals.feed_check_wanted.send(
+        sender=Subscription, user_id=ws.user.pk, urls=[ws.final(sub).feed_url for sub in subs]
+    )
 
-    feed_checks_request(user_id=ws.user.pk, urls=[ws.final(sub).feed_url for sub in subs])
+
+def _held(subs: Iterable[Subscription | None]) -> bool:
+    """Whether an app that builds on subscriptions holds back a change to any of `subs`."""
+    reached = [sub for sub in subs if sub is not None]
+    answers = signals.change_held.send(sender=Subscription, subscriptions=reached)
+    return any(held for _, held in answers)
 
 
 def _liveliness(sub: Subscription) -> tuple[bool, bool]:
@@ -409,13 +417,13 @@ def subscription_apply_feed_identity(
 
     Only a subscription whose current feed URL is that feed, and that is not deleted, changes.
     `guid` (the feed's podcast:guid) replaces its guid only when that guid was computed by the
-    server from one of its URLs: a guid a client sent is authoritative (product.md section 6).
-    `new_feed_url` (a permanent move) moves it, keeping the old URL in its history. When the
-    guid or URL already reaches another of the user's subscriptions, the two become one with
-    every guid and URL of both, and the state of the more alive of the two (subscribed over
-    unsubscribed over deleted). Nothing changes while a deletion of either is pending: the
-    change would make the deletion fail as if the user had re-subscribed (product.md section
-    10). Returns whether anything changed.
+    server from one of its URLs: a guid a client sent is authoritative (docs/api.md, "POST
+    /v1/subscriptions"). `new_feed_url` (a permanent move) moves it, keeping the old URL in its
+    history. When the guid or URL already reaches another of the user's subscriptions, the two
+    become one with every guid and URL of both, and the state of the more alive of the two
+    (subscribed over unsubscribed over deleted). Nothing changes while an app that builds on
+    subscriptions holds the change (signals.change_held: the deletions app, while a deletion of
+    either is pending). Returns whether anything changed.
     """
     new_digest = feeds.feed_key_digest(new_feed_url) if new_feed_url else None
     if new_digest == key_digest:
@@ -431,10 +439,7 @@ def subscription_apply_feed_identity(
             or feeds.feed_key_digest(sub.feed_url) != key_digest
         ):
             return False
-        reached = [sub, ws.by_guid.get(guid) if guid else None, ws.by_digest.get(new_digest or "")]
-        if Deletion.objects.filter(
-            subscription__in=[s for s in reached if s is not None], status=Deletion.Status.PENDING
-        ).exists():
+        if _held([sub, ws.by_guid.get(guid) if guid else None, ws.by_digest.get(new_digest or "")]):
             return False
         changed = False
         if guid is not None and guid != sub.guid and _guid_is_computed(sub):

@@ -1,13 +1,10 @@
+"""The subscriptions app's own /v1/ routes. Its viewset, SubscriptionViewSet, is routed in
+config/urls.py, where the deletions app's DELETE action joins it."""
+
 from django.urls import path
-from rest_framework.routers import SimpleRouter
 
-from subscriptions.views import SubscriptionOpmlView, SubscriptionViewSet
+from subscriptions.views import SubscriptionOpmlView
 
-router = SimpleRouter(trailing_slash=False)
-router.register("subscriptions", SubscriptionViewSet, basename="subscription")
-
-# Before the router's routes, so that no pattern of theirs can ever take the name for a guid.
 urlpatterns = [
     path("subscriptions.opml", SubscriptionOpmlView.as_view(), name="subscription-opml"),
-    *router.urls,
 ]

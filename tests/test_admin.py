@@ -1,4 +1,4 @@
-"""The Django admin for staff and the ensure_staff command (product.md section 12)."""
+"""The Django admin for staff and the ensure_staff command (docs/operations.md, "Staff")."""
 
 import re
 import uuid

@@ -1,4 +1,5 @@
-"""A corpus of hostile bodies against every endpoint that takes one (product.md sections 4 and 11).
+"""A corpus of hostile bodies against every endpoint that takes one (docs/api.md: "Errors",
+"Limits").
 
 Whatever arrives: never a 500; an error is always the error object; and a refused request
 changes nothing stored, neither subscriptions, their history, deletions nor tokens.

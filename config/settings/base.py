@@ -92,12 +92,12 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", defa
 POSTGRESQL_ENGINE = "core.db.postgresql"  # its health check costs no round trip
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
-    # The backend's bound cursors (the hottest reads, written out in SQL) are prepared once run
-    # five times on a connection (psycopg's default, which Django turns off): the server plans a
-    # GET's query once per connection instead of on every request, which was two thirds of its
-    # work. The ORM's cursors bind parameters on the client and are never prepared. Turn it off
-    # behind a pooler that cannot keep prepared statements (PgBouncer in transaction mode before
-    # 1.21, or without max_prepared_statements).
+    # The backend's bound cursors (the hottest reads, written out in SQL) are prepared once run five
+    # times on a connection (psycopg's default, which Django turns off): the server plans a GET's
+    # query once per connection instead of on every request (bench/README.md,
+    # "core.db.postgresql.DatabaseWrapper.bound_cursor"). The ORM's cursors bind parameters on the
+    # client and are never prepared. Turn it off behind a pooler that cannot keep prepared
+    # statements (PgBouncer in transaction mode before 1.21, or without max_prepared_statements).
     if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
         DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -136,7 +136,7 @@ STORAGES = {
     },
 }
 
-# --- Limits (product.md section 11) -------------------------------------------------------
+# --- Limits (docs/api.md, "Limits") -------------------------------------------------------
 MAX_BODY_BYTES = env.int("MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
 MAX_ADD_ENTRIES = env.int("MAX_ADD_ENTRIES", default=500)
@@ -222,11 +222,11 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/v1",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "api.schema.strict_request_bodies",
+        "subscriptions.openapi.strict_request_bodies",
     ],
 }
 
-# --- Deletions (product.md section 10) -------------------------------------------------------
+# --- Deletions (docs/api.md, "Deletion") -------------------------------------------------------
 # A deletion still PENDING this long after it was sent is sent again by the sweep ...
 DELETION_RESEND_AFTER = env.int("DELETION_RESEND_AFTER", default=300)
 # ... which fails it once it has been sent this many times (an hour, by default) ...
@@ -236,7 +236,7 @@ DELETION_MAX_ATTEMPTS = env.int("DELETION_MAX_ATTEMPTS", default=5)
 DELETION_SWEEP_INTERVAL = env.float("DELETION_SWEEP_INTERVAL", default=60.0)
 DELETION_SWEEP_BATCH = env.int("DELETION_SWEEP_BATCH", default=1000)
 
-# --- Feed identity checks (README "Feed identity") ---------------------------------------------
+# --- Feed identity checks (docs/api.md, "Feed identity") -------------------------------------
 # On by default wherever a broker runs them in the background; in-process (no REDIS_URL) a
 # fetch would hold the API answer for up to FEED_FETCH_TIMEOUT seconds per feed, so it is off.
 FEED_CHECKS_ENABLED = env.bool("FEED_CHECKS_ENABLED", default=bool(REDIS_URL))

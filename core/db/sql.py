@@ -1,8 +1,8 @@
 """Written-out SQL for the hottest reads and writes, on PostgreSQL and on SQLite alike.
 
-Building and compiling the ORM's queries took a fifth of a GET's CPU time, model instances a
-third of a list's, and bulk_create (a model instance per row, every value prepared, every
-parameter quoted into the text of the statement) half of an add of 500 feeds. These helpers do
+Building and compiling the ORM's queries, model instances, and bulk_create (a model instance
+per row, every value prepared, every parameter quoted into the text of the statement) were large
+shares of a GET, a list and an add (bench/README.md, "core.db.sql"). These helpers do
 what the ORM would, for the few queries that need it: values go in and come out converted as
 the fields' own, and on PostgreSQL a list of rows is a few array parameters the server binds.
 """
@@ -20,8 +20,8 @@ class AsText(NamedTuple):
     """A UUID field's column selected as `CAST(column AS text)`, read as the UUID's canonical
     string: PostgreSQL's text is that already; SQLite's (Django's 32 hex digits) is made so.
 
-    For what is only shown: loading a UUID from binary and printing it again cost more than
-    the rest of a list item.
+    For what is only shown: loading a UUID from binary only to print it again is wasted work
+    (bench/README.md, "core.db.sql.AsText").
     """
 
     field: Field
@@ -105,8 +105,8 @@ def param(field: Field, value: Any) -> Any:
 
 def _params(field: Field, values: Sequence[Any]) -> Sequence[Any]:
     # psycopg sends Python's UUIDs, timestamps, strings and numbers as they are, and Django's
-    # PostgreSQL backend prepares them by handing them on: preparing each of a long list took
-    # more time than sending it. Other databases need Django's conversions (UUIDs as hex, ...).
+    # PostgreSQL backend prepares them by handing them on: preparing each of a long list would
+    # cost more than sending it. Other databases need Django's conversions (UUIDs as hex, ...).
     if connection.vendor == "postgresql":
         return values
     return [field.get_db_prep_value(value, connection) for value in values]

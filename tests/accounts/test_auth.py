@@ -1,4 +1,5 @@
-"""Log in, refresh, log out, login throttling and password hashing (product.md section 2)."""
+"""Log in, refresh, log out, login throttling and password hashing (docs/api.md,
+"Authentication")."""
 
 import re
 import time

@@ -1,4 +1,5 @@
-"""Every error on a /v1/ path is the error object (product.md sections 2, 4 and 11)."""
+"""Every error on a /v1/ path is the error object (docs/api.md: "Authentication", "Errors",
+"Limits")."""
 
 import json
 import time

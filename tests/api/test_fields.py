@@ -1,4 +1,4 @@
-"""The timestamp format every response uses (product.md: RFC 3339, UTC, milliseconds, Z)."""
+"""The timestamp format every response uses (docs/api.md: RFC 3339, UTC, milliseconds, Z)."""
 
 from datetime import UTC, datetime, timedelta, timezone
 

@@ -1,4 +1,5 @@
-"""Capabilities, the API index, health and the OpenAPI document (product.md sections 1 and 12)."""
+"""Capabilities, the API index, health and the OpenAPI document (docs/api.md, "Versioning";
+docs/operations.md)."""
 
 import json
 import os
@@ -172,7 +173,7 @@ def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     ]
 
 
-# Statuses each operation really answers (interface.md Errors; product.md sections 2, 4 and 11).
+# Statuses each operation really answers (docs/api.md: "Errors", "Limits").
 DOCUMENTED = {
     ("post", "/v1/subscriptions"): {200, 401, 405, 409, 413, 415, 429},
     ("get", "/v1/subscriptions"): {200, 401, 405, 429},
@@ -251,7 +252,7 @@ def test_the_document_says_what_request_bodies_refuse(openapi):
     assert body["minProperties"] == 1
 
 
-# Successes that are not JSON by design (product.md section 13).
+# Successes that are not JSON by design (docs/api.md, "OPML import and export").
 NOT_JSON = {("get", "/v1/subscriptions.opml"): "text/x-opml"}
 
 
@@ -264,7 +265,7 @@ def test_every_json_success_documents_its_body(openapi):
 
 
 def test_every_operation_is_throttled_and_documents_429(openapi):
-    """Every /v1/ view, capabilities included, is under a throttle (product.md section 11)."""
+    """Every /v1/ view, capabilities included, is under a throttle (docs/api.md, "Limits")."""
     for method, path, operation in operations(openapi):
         assert "429" in operation["responses"], (method, path)
 
@@ -343,7 +344,7 @@ def test_docs_page_is_html_reading_the_document(anon, db):
 
 
 def test_check_deploy_passes_with_production_settings(tmp_path):
-    """product.md section 12: `manage.py check --deploy` passes with production settings."""
+    """docs/operations.md: `manage.py check --deploy` passes with production settings."""
     env = {
         "PATH": os.environ["PATH"],
         "DJANGO_SETTINGS_MODULE": "config.settings.base",
@@ -354,7 +355,7 @@ def test_check_deploy_passes_with_production_settings(tmp_path):
     }
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         env=env,
         capture_output=True,
         text=True,
@@ -368,7 +369,7 @@ def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
     env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "config.settings.base"}
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         env=env,
         capture_output=True,
         text=True,
@@ -387,7 +388,7 @@ def test_health_is_not_redirected_to_https(anon, db, settings):
 
 
 def test_celery_settings_make_a_lost_task_impossible():
-    """product.md section 10 / issue 3: late ack, reject on worker loss, prefetch 1, limits."""
+    """docs/api.md, "Deletion": late ack, reject on worker loss, prefetch 1, limits."""
     from config.celery import app
     from deletions.tasks import process_deletion
     from feedchecks.tasks import check_feed, check_feeds

@@ -153,7 +153,7 @@ def test_prepared_statements_are_on_unless_turned_off(value, expected):
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parents[1], env=env, capture_output=True, text=True,
+        cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
         timeout=60, check=True,
     ).stdout  # fmt: skip
 

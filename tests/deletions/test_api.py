@@ -1,4 +1,5 @@
-"""GET /v1/deletions/{id}: the status of a deletion (interface.md; product.md sections 3, 4, 10)."""
+"""GET /v1/deletions/{id}: the status of a deletion (docs/api.md:
+"GET /v1/deletions/{id}", "Deletion")."""
 
 import uuid
 from typing import Any

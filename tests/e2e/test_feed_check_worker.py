@@ -1,5 +1,5 @@
 """Feed checks end to end: adds over the API, one message on a real Redis, a real Celery worker
-fetching feeds from a local server and changing the subscriptions (README "Feed identity")."""
+fetching feeds from a local server and changing the subscriptions (docs/api.md, "Feed identity")."""
 
 from collections.abc import Iterator
 

@@ -1,5 +1,5 @@
 """Feed identity checks end to end in-process: an add, the task after commit, a real local feed
-server, and what changes in the user's subscriptions (README "Feed identity")."""
+server, and what changes in the user's subscriptions (docs/api.md, "Feed identity")."""
 
 import uuid
 
@@ -344,7 +344,7 @@ def test_checks_off_fetch_nothing(settings, feed_server, user, add):
 def test_a_subscription_being_deleted_is_left_alone_and_its_deletion_succeeds(
     checks, feed_server, user, django_capture_on_commit_callbacks
 ):
-    """product.md section 10: only a change of the user's makes a deletion fail."""
+    """docs/api.md, "Deletion": only a change of the user's makes a deletion fail."""
     from deletions.models import Deletion
     from deletions.services import deletion_process, deletion_request
 

@@ -1,4 +1,4 @@
-"""POST /v1/subscriptions against interface.md (POST rules) and product.md sections 3-6 and 11."""
+"""POST /v1/subscriptions against docs/api.md, "POST /v1/subscriptions", and its limits."""
 
 import json
 import re
@@ -25,7 +25,7 @@ PODNEWS_GUID = "9b024349-ccf0-5f69-a609-6b82873eab3c"
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 INVALID = {"code": "405", "message": "Input could not be validated"}
 UNAUTHORIZED = {"code": "401", "message": "User not authorized"}
-# The most queries one add request may run, whatever its number of entries (product.md 6).
+# The most queries one add request may run, whatever its number of entries (docs/api.md).
 MAX_ADD_QUERIES = 9
 
 pytestmark = pytest.mark.django_db
@@ -337,7 +337,7 @@ def test_sent_guid_with_a_url_of_another_subscription_merges_the_two(api, earlie
 
     entry = add_one(api, "https://other.example.com/feed", guid=mine)
 
-    # That URL reaches the other subscription (product.md 8), the guid reaches this one: they are
+    # That URL reaches the other subscription ("Guid history"), the guid reaches this one: they are
     # one feed, kept under the sent guid, with every guid and URL of both.
     assert entry == {**entry, "guid": mine, "feed_url": "https://other.example.com/feed"}
     assert Subscription.objects.count() == 1

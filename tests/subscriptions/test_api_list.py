@@ -1,4 +1,4 @@
-"""GET /v1/subscriptions: the list and its sync by `since` (product.md section 9, OPA get-all)."""
+"""GET /v1/subscriptions: the list and its sync by `since` (docs/api.md; OPA get-all)."""
 
 import functools
 import json

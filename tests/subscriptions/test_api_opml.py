@@ -1,4 +1,4 @@
-"""GET and POST /v1/subscriptions.opml (product.md section 13; issue 7)."""
+"""GET and POST /v1/subscriptions.opml (docs/api.md)."""
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -67,7 +67,7 @@ def test_export_is_an_opml_2_attachment(api, user):
     [outline] = root.iter("outline")
     assert outline.attrib == {
         "type": "rss",
-        "text": "https://podnews.net/rss",  # no title is known: the URL stands in (README)
+        "text": "https://podnews.net/rss",  # no title is known: the URL stands in (docs/api.md)
         "xmlUrl": "https://podnews.net/rss",
     }
 

@@ -1,4 +1,5 @@
-"""Unit and property tests of subscriptions/feeds.py against product.md section 5."""
+"""Unit and property tests of subscriptions/feeds.py against docs/api.md, "Identifiers,
+URLs and timestamps"."""
 
 import re
 import uuid
@@ -143,7 +144,7 @@ def test_any_whitespace_or_control_character_is_rejected(text):
     assert not is_valid("https://example.com/" + text)
 
 
-# --- feed_key: matching ignores exactly the differences section 5 names -----------------------
+# --- feed_key: matching ignores exactly the differences docs/api.md names -----------------------
 
 label = st.from_regex(r"\A[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?\Z")
 hosts = st.lists(label, min_size=1, max_size=3).map(lambda labels: ".".join([*labels, "com"]))
@@ -269,7 +270,7 @@ def test_other_differences_do_not_match(a, b):
 
 
 def _mutations(parts):
-    """URLs that differ from build(parts) in some way section 5 does not name."""
+    """URLs that differ from build(parts) in some way docs/api.md does not name."""
     scheme, port = parts["scheme"], parts["port"]
     other_scheme = "https" if scheme == "http" else "http"
     yield build(parts, path=parts["path"] + "/x")

@@ -1,4 +1,4 @@
-"""Merges of two subscriptions into one (product.md sections 6-8), at their edges."""
+"""Merges of two subscriptions into one (docs/api.md, "Guid history"), at their edges."""
 
 import pytest
 

@@ -154,7 +154,8 @@ def test_guid_history_never_loops_whatever_the_patches(user, clock, steps):
 
 
 def listed_guid(sub: Subscription, since: Any) -> uuid.UUID:
-    """The guid the list shows `sub` under, from its history (product.md section 9)."""
+    """The guid the list shows `sub` under, from its history (docs/api.md,
+    "GET /v1/subscriptions")."""
     rows = sorted(
         SubscriptionGuid.objects.filter(subscription=sub), key=lambda r: (r.assigned, r.id)
     )

@@ -15,8 +15,8 @@ from subscriptions.serializers import (
     AddRequestSerializer,
     AddResponseSerializer,
     SubscriptionSerializer,
-    add_response,
-    item,
+    add_result_body,
+    subscription_body,
 )
 from subscriptions.services import AddFailure, AddResult
 
@@ -58,13 +58,13 @@ def test_an_item_is_what_its_declared_fields_make(values, asked):
     }
     sub = Subscription(guid=GUID, **{**defaults, **values})
 
-    shown = item(sub, asked)  # what the views answer
+    shown = subscription_body(sub, asked)  # what the views answer
 
     assert shown == by_fields(sub, asked)
     assert list(shown) == [key for key in SubscriptionSerializer().fields if key in shown]
     # The list reads guids as canonical strings.
     listed = Subscription(guid=str(GUID), **{**defaults, **values})
-    assert item(listed, str(asked)) == shown
+    assert subscription_body(listed, str(asked)) == shown
 
 
 def test_an_add_response_is_what_its_declared_fields_make():
@@ -84,10 +84,10 @@ def test_an_add_response_is_what_its_declared_fields_make():
         ],
     )
 
-    shown = add_response(result)  # what the view answers
+    shown = add_result_body(result)  # what the view answers
 
     assert shown == AddResponseSerializer(result).data
-    assert add_response(AddResult(success=[], failure=[])) == {"success": [], "failure": []}
+    assert add_result_body(AddResult(success=[], failure=[])) == {"success": [], "failure": []}
 
 
 class AddRequestByFields(AddRequestSerializer):

@@ -1,14 +1,15 @@
 """Django's PostgreSQL backend, with a health check that costs no round trip, and cursors whose
 parameters the server binds.
 
-Django checks a kept connection before a request reuses it (CONN_HEALTH_CHECKS) by sending
-`SELECT 1`: a round trip to the server on every request, half of what a GET one costs the
-database. A server that ends a connection (a restart, `idle_session_timeout`,
-`pg_terminate_backend`, a failover that closes its connections) sends its reason and closes the
-socket, which makes the idle connection's socket readable. So: an idle connection with nothing
-to read is taken as usable; anything to read gets Django's own check, which tells a closed
-connection from a notice. A server that vanishes without a word (its host powered off) is found
-by the request's own query instead, as it would be between the check and the query anyway.
+Django checks a kept connection before a request reuses it (CONN_HEALTH_CHECKS) by sending `SELECT
+1`: a round trip to the server on every request (bench/README.md,
+"core.db.postgresql.DatabaseWrapper.is_usable"). A server that ends a connection (a restart,
+`idle_session_timeout`, `pg_terminate_backend`, a failover that closes its connections) sends its
+reason and closes the socket, which makes the idle connection's socket readable. So: an idle
+connection with nothing to read is taken as usable; anything to read gets Django's own check, which
+tells a closed connection from a notice. A server that vanishes without a word (its host powered
+off) is found by the request's own query instead, as it would be between the check and the query
+anyway.
 """
 
 import select
@@ -42,13 +43,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
         wraps its own (so that queries are logged and counted alike).
 
         With `prepare`, psycopg prepares a query the cursor runs `prepare_threshold` times
-        (OPTIONS), and the server may then keep one generic plan for it: right for a lookup by
-        a unique key, whatever its values, and a GET's query was planned in two thirds of its
-        time. Not for a query whose best plan depends on its values: the list's plan with a
-        `since` matching 50 of 10,000 rows went from 0.4 to 1.2 ms when the server chose a
-        generic one, and the ORM's IN lists had a plan made while a table was small outlive
-        its growth, making adds ten times slower. The ORM's cursors bind on the client and are
-        never prepared. Binary results are read in C; Django's loader of timestamps is Python.
+        (OPTIONS), and the server may then keep one generic plan for it: right for a lookup by a
+        unique key, whatever its values, whose planning was most of a GET's database time. Not for a
+        query whose best plan depends on its values: the list's generic plan is worse for a recent
+        `since`, and the ORM's IN lists had a plan made while a table was small outlive its growth
+        (bench/README.md, "core.db.postgresql.DatabaseWrapper.bound_cursor"). The ORM's cursors bind
+        on the client and are never prepared. Binary results are read in C; Django's loader of
+        timestamps is Python.
         """
         self.close_if_health_check_failed()
         self.ensure_connection()

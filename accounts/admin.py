@@ -1,0 +1,48 @@
+"""Staff's user admin: Django's (create, reset password), with actions that (de)activate users
+through the account services."""
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from accounts import services
+
+User = get_user_model()
+
+# Django's auth app registered the plain user admin first (INSTALLED_APPS order): replace it.
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class AccountAdmin(UserAdmin):
+    """Deactivating stops the account: its refresh tokens are refused at once, its access tokens
+    within `AUTH_USER_CACHE_SECONDS` (the web processes' cache of active users)."""
+
+    list_display = ["username", "email", "is_active", "is_staff", "last_login"]
+    actions = ["deactivate", "activate"]
+    show_full_result_count = False
+
+    @admin.action(description="Deactivate selected users (they can no longer log in)")
+    def deactivate(self, request: HttpRequest, queryset: QuerySet) -> None:
+        selected = list(queryset.values_list("pk", flat=True))
+        changed = services.user_deactivate(user_ids=selected, by=request.user)
+        self.message_user(
+            request,
+            f"Deactivated {changed} user(s). Their access tokens stop working within "
+            f"{settings.AUTH_USER_CACHE_SECONDS} seconds.",
+            messages.SUCCESS,
+        )
+        if request.user.pk in selected:
+            self.message_user(
+                request,
+                "You were left active: staff cannot deactivate themselves.",
+                messages.WARNING,
+            )
+
+    @admin.action(description="Activate selected users")
+    def activate(self, request: HttpRequest, queryset: QuerySet) -> None:
+        changed = services.user_activate(user_ids=list(queryset.values_list("pk", flat=True)))
+        self.message_user(request, f"Activated {changed} user(s).", messages.SUCCESS)

@@ -1,0 +1,16 @@
+"""What subscriptions tell the apps that build on them.
+
+Subscriptions import none of those apps: each connects its receivers in its AppConfig.ready()
+(docs/architecture.md, "The dependency rule").
+"""
+
+from django.dispatch import Signal
+
+# Sent inside the transaction of an add, a PATCH or a feed check, with `user_id` and `urls`: the
+# feed URLs whose identity (podcast:guid, new address) is worth checking once it commits.
+feed_check_wanted = Signal()
+
+# Sent, with `subscriptions`, inside the transaction of a change that a feed check (not the user)
+# would make to them: a receiver answering True holds the change back. The deletions app does
+# while a deletion of one of them is pending, which the change would make fail as a re-subscribe.
+change_held = Signal()
