@@ -37,16 +37,15 @@ run: $(VENV)/.runtime
 servers:
 	@./scripts/install-servers.sh
 
-test: $(VENV)/.dev servers
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy .
+test: lint servers
 	$(BIN)/pytest
 
+# Style, types, and the dependency rule between the apps (docs/architecture.md).
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	$(BIN)/lint-imports
 
 format: $(VENV)/.dev
 	$(BIN)/ruff check --fix .
@@ -57,4 +56,4 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -1,0 +1,95 @@
+"""The layout's rules (docs/architecture.md): imports point one way, enforced by import-linter,
+and no /v1/ route sits where the catch-all 404 would hide it."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
+
+from api.views import NotFoundView
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+LAYERS = "Layers: config, domain apps, accounts, api, core"
+INDEPENDENT = "Apps built on subscriptions are independent"
+PACKAGES = ["config", "core", "api", "accounts", "subscriptions", "deletions", "feedchecks"]
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the project's packages and import-linter's configuration."""
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def test_the_imports_keep_every_contract(tree):
+    result = lint_imports(tree)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{LAYERS} KEPT" in result.stdout
+    assert f"{INDEPENDENT} KEPT" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "wrong_way", "contract"),
+    [
+        # The examples the rule exists for: subscriptions learn of the apps above them by signals.
+        ("subscriptions/services.py", "deletions.models", LAYERS),
+        ("subscriptions/selectors.py", "feedchecks.models", LAYERS),
+        ("core/clock.py", "api.errors", LAYERS),
+        ("api/views.py", "accounts.services", LAYERS),
+        ("accounts/services.py", "subscriptions.models", LAYERS),
+        ("subscriptions/models.py", "config.settings", LAYERS),
+        ("deletions/selectors.py", "feedchecks.models", INDEPENDENT),
+        ("feedchecks/services.py", "deletions.services", INDEPENDENT),
+    ],
+)
+def test_a_wrong_way_import_breaks_a_contract(tree, module, wrong_way, contract):
+    """Also inside a function, where an import is easiest to overlook."""
+    with (tree / module).open("a") as source:
+        source.write(f"\n\ndef _wrong_way() -> None:\n    import {wrong_way}  # noqa\n")
+    result = lint_imports(tree)
+    assert result.returncode != 0, result.stdout
+    assert f"{contract} BROKEN" in result.stdout
+    assert f"{module.removesuffix('.py').replace('/', '.')} -> {wrong_way}" in result.stdout
+
+
+def v1_routes() -> list[Any]:
+    [v1] = [p for p in get_resolver().url_patterns if str(p.pattern) == "v1/"]
+    assert isinstance(v1, URLResolver)
+    return list(v1.url_patterns)
+
+
+def test_the_catch_all_is_the_last_v1_route():
+    routes = v1_routes()
+    catch_alls = [
+        i
+        for i, route in enumerate(routes)
+        if getattr(route.callback, "view_class", None) is NotFoundView
+    ]
+    assert catch_alls == [len(routes) - 1]
+
+
+def test_every_named_v1_route_is_reached_by_its_own_path():
+    """A route listed after the catch-all would still reverse, but resolve to the 404."""
+    named = [r for r in v1_routes() if isinstance(r, URLPattern) and r.name != "not-found"]
+    assert len(named) >= 10
+    for route in named:
+        kwargs = {group: "1" for group in route.pattern.regex.groupindex}
+        path = reverse(route.name, kwargs=kwargs)
+        assert resolve(path).url_name == route.name, path
