@@ -28,7 +28,7 @@ class AccountAdmin(UserAdmin):
     @admin.action(description="Deactivate selected users (they can no longer log in)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet) -> None:
         selected = list(queryset.values_list("pk", flat=True))
-        changed = services.user_deactivate(user_ids=selected, by=request.user)
+        changed = services.user_deactivate(user_ids=selected, acting_user=request.user)
         self.message_user(
             request,
             f"Deactivated {changed} user(s). Their access tokens stop working within "

@@ -11,9 +11,9 @@ class AccountsConfig(AppConfig):
         from accounts.authentication import forget_changed_user
 
         # A changed or removed user is read again by this process's next request at once.
-        for signal in (post_save, post_delete):
+        for name, signal in (("post_save", post_save), ("post_delete", post_delete)):
             signal.connect(
                 forget_changed_user,
                 sender=settings.AUTH_USER_MODEL,
-                dispatch_uid=f"accounts.forget_changed_user.{signal is post_save}",
+                dispatch_uid=f"accounts.forget_changed_user.{name}",
             )

@@ -81,11 +81,12 @@ def token_logout(*, refresh_token: str) -> None:
     _verified(refresh_token).blacklist()
 
 
-def user_deactivate(*, user_ids: Collection[Any], by: Any) -> int:
-    """Deactivate the users, except `by` (a staff member locking themselves out by a slip of the
-    checkbox); returns how many changed. Their refresh tokens are refused at once, their access
-    tokens within AUTH_USER_CACHE_SECONDS (each web process's cache of active users)."""
-    leaving = [pk for pk in user_ids if pk != by.pk]
+def user_deactivate(*, user_ids: Collection[Any], acting_user: Any) -> int:
+    """Deactivate the users, except `acting_user` (a staff member locking themselves out by a
+    slip of the checkbox); returns how many changed. Their refresh tokens are refused at once,
+    their access tokens within AUTH_USER_CACHE_SECONDS (each web process's cache of active
+    users)."""
+    leaving = [pk for pk in user_ids if pk != acting_user.pk]
     changed = get_user_model().objects.filter(pk__in=leaving).update(is_active=False)
     active_users.forget(leaving)  # update() sends no signal
     return changed

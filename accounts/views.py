@@ -8,8 +8,8 @@ from rest_framework.response import Response
 
 from accounts import openapi, services
 from accounts.serializers import LoginSerializer, RefreshSerializer
+from accounts.throttles import LoginThrottle
 from api.fields import format_timestamp
-from api.throttles import LoginThrottle
 from api.views import PublicView
 
 REFRESH_ENDPOINT = "/v1/auth/refresh"

@@ -1,7 +1,8 @@
 """The error object and the one exception handler that turns every error into it.
 
 Every error on every /v1/ path is `{"code": "<HTTP status>", "message": "..."}`, optionally
-with `errors` naming the bad fields. Input that cannot be validated is a 405, as the interface says.
+with `errors` naming the bad fields. Input that cannot be validated is a 405 (docs/api.md,
+"Errors").
 """
 
 import logging

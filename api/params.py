@@ -1,6 +1,7 @@
 """Path and query parameters: strict parsing, and a 405 naming the parameter when it fails."""
 
 import re
+import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -35,6 +36,14 @@ def parse_integer(name: str, value: str, *, maximum: int = MAX_INTEGER) -> int:
     if number > maximum:
         raise bad_parameter(name, f"must be at most {maximum}")
     return number
+
+
+def parse_uuid(name: str, value: str) -> uuid.UUID:
+    """A UUID in any spelling uuid.UUID reads (a path's guid, for instance)."""
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise bad_parameter(name, "must be a UUID") from None
 
 
 def parse_timestamp(name: str, value: str) -> datetime:

@@ -1,4 +1,4 @@
-"""The JSON parser of every /v1/ endpoint."""
+"""The parsers every API shares: strict JSON, and raw XML bodies handed to the view as bytes."""
 
 from typing import Any
 
@@ -32,7 +32,3 @@ class RawXMLParser(parsers.BaseParser):
 
 class RawTextXMLParser(RawXMLParser):
     media_type = "text/xml"
-
-
-class RawOPMLParser(RawXMLParser):
-    media_type = "text/x-opml"

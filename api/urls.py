@@ -12,7 +12,7 @@ from api import views
 
 Route = URLPattern | URLResolver
 
-public_schema = {
+PUBLIC_VIEW = {
     "authentication_classes": [],
     "permission_classes": views.PublicView.permission_classes,
 }
@@ -20,11 +20,11 @@ public_schema = {
 urlpatterns: list[Route] = [
     path("", views.IndexView.as_view(), name="index"),
     path("capabilities", views.CapabilitiesView.as_view(), name="capabilities"),
-    path("openapi.json", SpectacularJSONAPIView.as_view(**public_schema), name="openapi-json"),
-    path("openapi.yaml", SpectacularYAMLAPIView.as_view(**public_schema), name="openapi-yaml"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(**PUBLIC_VIEW), name="openapi-json"),
+    path("openapi.yaml", SpectacularYAMLAPIView.as_view(**PUBLIC_VIEW), name="openapi-yaml"),
     path(
         "docs/",
-        SpectacularSwaggerView.as_view(url_name="openapi-json", **public_schema),
+        SpectacularSwaggerView.as_view(url_name="openapi-json", **PUBLIC_VIEW),
         name="docs",
     ),
 ]

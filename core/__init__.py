@@ -1,2 +1,2 @@
 """What every app may use and that knows no app: domain errors, the clock, the database helpers
-and the retry policy of tasks."""
+and the retry policy of tasks (retry.py)."""

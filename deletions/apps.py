@@ -9,4 +9,6 @@ class DeletionsConfig(AppConfig):
         from deletions.receivers import hold_while_deletion_pending
         from subscriptions.signals import change_held
 
-        change_held.connect(hold_while_deletion_pending, dispatch_uid="deletions")
+        change_held.connect(
+            hold_while_deletion_pending, dispatch_uid="deletions.hold_while_deletion_pending"
+        )

@@ -4,7 +4,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from core.tasks import RELIABLE
+from core.retry import RELIABLE
 from deletions import services
 
 

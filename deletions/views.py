@@ -5,10 +5,9 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.params import parse_integer
+from api.params import parse_integer, parse_uuid
 from deletions import openapi, selectors, services
 from deletions.serializers import DeletionRequestedSerializer, DeletionSerializer
-from subscriptions.views import parse_path_guid
 
 
 # The DELETE action of /v1/subscriptions/{guid}, for the subscriptions' viewset: subscriptions know
@@ -17,7 +16,7 @@ from subscriptions.views import parse_path_guid
 class SubscriptionDestroyMixin:
     @openapi.deletion_request
     def destroy(self, request: Request, guid: str) -> Response:
-        deletion = services.deletion_request(user=request.user, guid=parse_path_guid(guid))
+        deletion = services.deletion_request(user=request.user, guid=parse_uuid("guid", guid))
         return Response(DeletionRequestedSerializer(deletion).data, status=202)
 
 

@@ -10,4 +10,6 @@ class FeedchecksConfig(AppConfig):
         from feedchecks.receivers import check_feeds_after_commit
         from subscriptions.signals import feed_check_wanted
 
-        feed_check_wanted.connect(check_feeds_after_commit, dispatch_uid="feedchecks")
+        feed_check_wanted.connect(
+            check_feeds_after_commit, dispatch_uid="feedchecks.check_feeds_after_commit"
+        )

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from core.tasks import RELIABLE
+from core.retry import RELIABLE
 from feedchecks import services
 
 

@@ -109,7 +109,7 @@ def _subscriptions_of_row(condition: Q | None = None) -> Coalesce:
 
 
 User = get_user_model()
-# The accounts app registered its user admin (INSTALLED_APPS order): this one adds the counts.
+# accounts.admin, imported above, registered its user admin: this one adds the counts.
 admin.site.unregister(User)
 
 

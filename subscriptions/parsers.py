@@ -3,7 +3,12 @@ as the `file` field of a multipart upload."""
 
 from rest_framework import parsers
 
-from api.parsers import RawOPMLParser, RawTextXMLParser, RawXMLParser
+from api.parsers import RawTextXMLParser, RawXMLParser
+
+
+class RawOPMLParser(RawXMLParser):
+    media_type = "text/x-opml"
+
 
 OPML_PARSERS = [RawOPMLParser, RawXMLParser, RawTextXMLParser]
 OPML_IMPORT_PARSERS = [*OPML_PARSERS, parsers.MultiPartParser]

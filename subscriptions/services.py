@@ -136,10 +136,11 @@ class _Workspace:
     def move_feed(self, sub: Subscription, url: str, digest: str) -> None:
         """Point `sub` at a new feed URL.
 
-        A URL that another subscription has or ever had reaches that subscription ("Guid history"),
-        so both are one feed: that one is merged into `sub`. Taking the URL from the other's history
-        instead would leave its guid at a URL it no longer reaches, and sending the same entries
-        again would merge them then: merging at once is what makes a resend change nothing.
+        A URL that another subscription has or ever had reaches that subscription (docs/api.md,
+        "Guid history"), so both are one feed: that one is merged into `sub`. Taking the URL from
+        the other's history instead would leave its guid at a URL it no longer reaches, and sending
+        the same entries again would merge them then: merging at once is what makes a resend change
+        nothing.
         """
         owner = self.by_digest.get(digest)
         if owner is None:
@@ -399,7 +400,7 @@ def _check_feeds_later(ws: _Workspace, subs: Iterable[Subscription]) -> None:
     )
 
 
-def _held(subs: Iterable[Subscription | None]) -> bool:
+def _change_held_back(subs: Iterable[Subscription | None]) -> bool:
     """Whether an app that builds on subscriptions holds back a change to any of `subs`."""
     reached = [sub for sub in subs if sub is not None]
     answers = signals.change_held.send(sender=Subscription, subscriptions=reached)
@@ -439,7 +440,9 @@ def subscription_apply_feed_identity(
             or feeds.feed_key_digest(sub.feed_url) != key_digest
         ):
             return False
-        if _held([sub, ws.by_guid.get(guid) if guid else None, ws.by_digest.get(new_digest or "")]):
+        if _change_held_back(
+            [sub, ws.by_guid.get(guid) if guid else None, ws.by_digest.get(new_digest or "")]
+        ):
             return False
         changed = False
         if guid is not None and guid != sub.guid and _guid_is_computed(sub):

@@ -6,8 +6,8 @@ Subscriptions import none of those apps: each connects its receivers in its AppC
 
 from django.dispatch import Signal
 
-# Sent inside the transaction of an add, a PATCH or a feed check, with `user_id` and `urls`: the
-# feed URLs whose identity (podcast:guid, new address) is worth checking once it commits.
+# Sent inside the transaction of an add or a PATCH, with `user_id` and `urls`: the feed URLs whose
+# identity (podcast:guid, new address) is worth checking once it commits.
 feed_check_wanted = Signal()
 
 # Sent, with `subscriptions`, inside the transaction of a change that a feed check (not the user)

@@ -5,7 +5,6 @@ joined to this viewset in config/urls.py).
 """
 
 import functools
-import uuid
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -17,10 +16,10 @@ from rest_framework.views import APIView
 
 from api.negotiation import IgnoreAcceptNegotiation
 from api.pagination import OpaPagination
-from api.params import bad_parameter, parse_timestamp, query_param, reject_unknown
+from api.params import parse_timestamp, parse_uuid, query_param, reject_unknown
 from core import clock
 from core.exceptions import InvalidInput
-from subscriptions import feeds, openapi, opml, selectors, services
+from subscriptions import openapi, opml, selectors, services
 from subscriptions.parsers import OPML_IMPORT_PARSERS
 from subscriptions.serializers import (
     AddRequestSerializer,
@@ -29,13 +28,6 @@ from subscriptions.serializers import (
     subscription_body,
     update_result_body,
 )
-
-
-def parse_path_guid(value: str) -> uuid.UUID:
-    guid = feeds.parse_guid(value)
-    if guid is None:
-        raise bad_parameter("guid", "must be a UUID")
-    return guid
 
 
 class SubscriptionPagination(OpaPagination):
@@ -82,12 +74,12 @@ class SubscriptionViewSet(viewsets.ViewSet):
 
     @openapi.subscription_read
     def retrieve(self, request: Request, guid: str) -> Response:
-        sub = selectors.subscription_shown(user=request.user, guid=parse_path_guid(guid))
+        sub = selectors.subscription_shown(user=request.user, guid=parse_uuid("guid", guid))
         return Response(subscription_body(sub, sub.shown_guid))
 
     @openapi.subscription_change
     def partial_update(self, request: Request, guid: str) -> Response:
-        asked = parse_path_guid(guid)
+        asked = parse_uuid("guid", guid)
         serializer = UpdateRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         change = services.SubscriptionUpdate(**serializer.validated_data)

@@ -413,7 +413,7 @@ def test_search_by_an_earlier_feed_url(admin_client, alice, alpha, beta):
     assert listed(admin_client, f"{SUBSCRIPTIONS}?q=moved.example.net") == {alpha.pk}
 
 
-# --- Users: counts, deactivation, password reset (issue 7) ------------------------------------
+# --- Users: counts, deactivation, password reset -----------------------------------------------
 
 
 def test_user_list_shows_subscription_counts_in_a_fixed_number_of_queries(

@@ -56,7 +56,7 @@ def parse_timestamp(value: str) -> datetime:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-# --- The access token's user: checked, and remembered for a while (issue 6) ---------------------
+# --- The access token's user: checked, and remembered for a while ------------------------------
 
 
 @pytest.fixture

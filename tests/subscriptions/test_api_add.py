@@ -337,8 +337,8 @@ def test_sent_guid_with_a_url_of_another_subscription_merges_the_two(api, earlie
 
     entry = add_one(api, "https://other.example.com/feed", guid=mine)
 
-    # That URL reaches the other subscription ("Guid history"), the guid reaches this one: they are
-    # one feed, kept under the sent guid, with every guid and URL of both.
+    # That URL reaches the other subscription (docs/api.md, "Guid history"), the guid reaches this
+    # one: they are one feed, kept under the sent guid, with every guid and URL of both.
     assert entry == {**entry, "guid": mine, "feed_url": "https://other.example.com/feed"}
     assert Subscription.objects.count() == 1
     assert get(api, other).json()["new_guid"] == mine

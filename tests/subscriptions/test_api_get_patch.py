@@ -629,7 +629,8 @@ def test_new_feed_url_of_another_subscription_merges_the_two(api, earlier):
 
     body = patch_ok(api, mine, {"new_feed_url": "https://OTHER.example.com/feed/"})
 
-    # Every URL a subscription ever had reaches it ("Guid history"): the two are one feed.
+    # Every URL a subscription ever had reaches it (docs/api.md, "Guid history"): the two are one
+    # feed.
     assert body["new_feed_url"] == "https://OTHER.example.com/feed/"
     assert Subscription.objects.count() == 1
     assert get(api, other).json()["new_guid"] == mine

@@ -1,4 +1,5 @@
-"""How a Celery task that writes survives transient database errors, shared by every app's tasks."""
+"""How a Celery task that writes survives transient database errors: the retry policy every
+app's tasks share."""
 
 from typing import Any
 
