@@ -56,11 +56,11 @@ def error_response(status: int, message: str | None = None) -> JsonResponse:
 
 
 def _is_api(request: HttpRequest) -> bool:
-    return request.path.startswith("/v1/")
+    return request.path.startswith(settings.API_PATH_PREFIXES)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """Django's handler400 (a bad Host header, for instance): the error object on /v1/."""
+    """Django's handler400 (a bad Host header, for instance): the error object on API paths."""
     return error_response(400) if _is_api(request) else defaults.bad_request(request, exception)
 
 
@@ -95,28 +95,43 @@ def unsupported_media_type_message(parsers: Iterable[Any]) -> str | None:
     return f"Unsupported media type: send {names}"
 
 
+def _authenticate_header(exc: Exception, context: dict[str, Any]) -> str:
+    """The scheme a 401 asks for: the view's first authentication's (Bearer on /v1/, Basic with
+    a realm on the gpodder API), else Bearer."""
+    view, request = context.get("view"), context.get("request")
+    header = getattr(exc, "auth_header", None)
+    if header is None and view is not None and request is not None:
+        header = view.get_authenticate_header(request)
+    return header or "Bearer"
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     errors: Any = None
     message: str | None = None
+    # Input that cannot be validated: 405 on /v1/ (docs/api.md, "Errors"), 400 where a view says
+    # so (the gpodder API).
+    invalid = getattr(context.get("view"), "invalid_input_status", 405)
 
     if isinstance(exc, domain.DomainError):
         status = next(s for cls, s in DOMAIN_STATUS.items() if isinstance(exc, cls))
         message, errors = exc.message, exc.errors
+        if status == 405:
+            status = invalid
         if status == 401:
-            headers["WWW-Authenticate"] = "Bearer"
+            headers["WWW-Authenticate"] = _authenticate_header(exc, context)
     elif isinstance(exc, Http404 | drf.NotFound):
         status = 404
     elif isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
         status = 401
-        headers["WWW-Authenticate"] = getattr(exc, "auth_header", None) or "Bearer"
+        headers["WWW-Authenticate"] = _authenticate_header(exc, context)
     elif isinstance(exc, drf.ValidationError | drf.ParseError):
-        status = 405
+        status = invalid
         errors = exc.detail if isinstance(exc, drf.ValidationError) else None
-        if isinstance(exc, drf.ParseError):
-            message = f"{MESSAGES[405]}: {exc.detail}"
+        message = f"{MESSAGES[405]}: {exc.detail}" if isinstance(exc, drf.ParseError) else None
+        message = message or MESSAGES[405]
     elif isinstance(exc, TooManyFieldsSent):
-        status = 405
+        status = invalid
         limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
         message = f"{MESSAGES[405]}: too many parameters, at most {limit}"
     elif _is_conflict(exc):

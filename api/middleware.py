@@ -1,5 +1,5 @@
-"""Checks on /v1/ requests made before any view runs, answering with the error object; the
-admin's middleware, which /v1/ requests skip."""
+"""Checks on API requests (API_PATH_PREFIXES) made before any view runs, answering with the
+error object; the admin's middleware, which /v1/ requests skip."""
 
 from collections.abc import Callable
 
@@ -14,7 +14,7 @@ from api.errors import error_response
 
 
 class BodySizeLimitMiddleware:
-    """Answers 413 with the error object when a /v1/ body is over MAX_BODY_BYTES.
+    """Answers 413 with the error object when an API request's body is over MAX_BODY_BYTES.
 
     DRF parsers read the stream directly, so Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check
     never runs for JSON bodies.
@@ -24,7 +24,7 @@ class BodySizeLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/v1/"):
+        if request.path.startswith(settings.API_PATH_PREFIXES):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
@@ -36,7 +36,7 @@ class BodySizeLimitMiddleware:
 
 
 class AllowedHostMiddleware:
-    """Answers 400 with the error object for a /v1/ request to a host not in ALLOWED_HOSTS.
+    """Answers 400 with the error object for an API request to a host not in ALLOWED_HOSTS.
 
     Django would raise DisallowedHost later on, and with DEBUG on answer its HTML debug page.
     """
@@ -45,7 +45,7 @@ class AllowedHostMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/v1/"):
+        if request.path.startswith(settings.API_PATH_PREFIXES):
             try:
                 request.get_host()
             except DisallowedHost:

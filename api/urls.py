@@ -1,6 +1,8 @@
 """The /v1/ routes of the API itself (the index, capabilities, the OpenAPI document and its
 docs), and `versioned()`, which ends a version's routes with its catch-all 404."""
 
+from collections.abc import Sequence
+
 from django.urls import URLPattern, URLResolver, path, re_path
 from drf_spectacular.views import (
     SpectacularJSONAPIView,
@@ -30,7 +32,7 @@ urlpatterns: list[Route] = [
 ]
 
 
-def versioned(routes: list[Route]) -> list[Route]:
+def versioned(routes: Sequence[Route]) -> list[Route]:
     """`routes`, then the catch-all that answers every other path with the 404 error object.
 
     Django tries patterns in order, so a route listed after the catch-all would never match:

@@ -90,6 +90,14 @@ def subscriptions_reached(
     return by_guid, by_digest
 
 
+class FeedReached(NamedTuple):
+    """A feed URL history row (SubscriptionFeed), with its subscription's current feed URL."""
+
+    feed_id: int
+    subscription_id: int
+    feed_url: str
+
+
 class ShownSubscription(NamedTuple):
     """A subscription as GET one and the list show it, under `shown_guid`: the guid it was asked
     by, or the one the list gives it. Both guids are canonical strings: they are only shown."""
@@ -206,3 +214,17 @@ def subscription_current(*, user: Any) -> QuerySet[Subscription]:
     return Subscription.objects.filter(
         user=user, is_subscribed=True, deleted__isnull=True
     ).order_by("id")
+
+
+def subscription_feeds_reached(*, user: Any, digests: Collection[str]) -> dict[str, FeedReached]:
+    """For each digest of a URL's matching key that reaches one of the user's subscriptions: the
+    URL history row that holds it, and that subscription's id and current feed URL."""
+    if not digests:
+        return {}
+    rows = SubscriptionFeed.objects.filter(user=user, key_digest__in=list(digests)).values_list(
+        "key_digest", "id", "subscription_id", "subscription__feed_url"
+    )
+    return {
+        digest: FeedReached(feed_id, subscription_id, feed_url)
+        for digest, feed_id, subscription_id, feed_url in rows
+    }

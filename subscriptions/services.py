@@ -9,7 +9,7 @@ by locking the user's row; the database's unique constraints settle anything els
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -331,6 +331,43 @@ def subscription_add_many(*, user: Any, entries: Sequence[AddEntry]) -> AddResul
         computed = [sub for entry, sub in zip(valid, added, strict=True) if entry.sent_guid is None]
         _check_feeds_later(ws, [*computed, *ws.moved])
     return AddResult(success=[ws.final(sub) for sub in added], failure=failure)
+
+
+def subscription_unsubscribe_many(*, user: Any, urls: Collection[str]) -> dict[str, Subscription]:
+    """Unsubscribe the user's subscriptions that any of the valid feed `urls` reaches (by any URL
+    they ever had), in one transaction whose queries do not grow with the URLs. Deleted
+    subscriptions stay as they are, and a URL that reaches none changes nothing. Returns the
+    subscriptions reached, by the digest of the URL's matching key."""
+    digests = {feeds.feed_key_digest(url) for url in urls}
+    if not digests:
+        return {}
+    with transaction.atomic():
+        now = lock_user_writes(user.pk)
+        ws = _Workspace(user, guids=[], digests=digests, now=now)
+        for sub in {id(sub): sub for sub in ws.by_digest.values()}.values():
+            if sub.deleted is None:
+                ws.set_subscribed(sub, False)
+        ws.flush()
+    return dict(ws.by_digest)
+
+
+def hold_user_writes(user_id: int) -> datetime | None:
+    """Wait until no write of the user is under way, and keep new ones waiting until the current
+    transaction ends; return the time of the user's latest change (None: none yet).
+
+    A shared lock on the user's row, which every writer locks exclusively first
+    (lock_user_writes): reads holding it run side by side, and what they read cannot be joined
+    later by a change stamped earlier. A sync that answers a timestamp relies on it.
+    """
+    users = get_user_model()._meta.db_table
+    lock = " FOR SHARE OF u" if connection.vendor == "postgresql" else ""
+    rows = sql.fetch(
+        f"SELECT (SELECT MAX(changed) FROM {Subscription._meta.db_table} WHERE user_id = u.id)"
+        f" FROM {users} u WHERE u.id = %s{lock}",
+        [user_id],
+        sql.Columns(Subscription._meta.get_field("changed")),
+    )
+    return rows[0][0] if rows else None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "subscriptions",
     "deletions",
     "feedchecks",
+    "gpodder",
 ]
 
 MIDDLEWARE = [
@@ -168,6 +169,14 @@ CACHES = {
 }
 
 # --- API ---------------------------------------------------------------------------------
+# Paths whose every error is the error object, and whose bodies the body limit guards: the OPA
+# API, and the gpodder.net API's advanced and simple parts (docs/gpodder.md).
+API_PATH_PREFIXES = ("/v1/", "/api/2/", "/subscriptions/")
+# The realm of the gpodder API's 401s: mygpoclient sends credentials only to a 401 that has one.
+GPODDER_REALM = env.str("GPODDER_REALM", default="opa-subscriptions")
+# How long a web process remembers Basic credentials it verified (an Argon2 check each time
+# otherwise); a changed password or a deactivation ends them at once. 0: check every time.
+GPODDER_CREDENTIAL_CACHE_SECONDS = env.int("GPODDER_CREDENTIAL_CACHE_SECONDS", default=300)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.BearerAuthentication",

@@ -1,0 +1,134 @@
+"""How gpodder apps authenticate: HTTP Basic on any request, after which a session cookie alone
+will do (docs/gpodder.md, "Authentication").
+
+A password check is Argon2, tens of milliseconds by design, and Kasts sends Basic on every
+request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_CACHE_SECONDS,
+keyed by an HMAC of them (nothing that would log in is kept), and still reads the user on each
+request, so a changed password or a deactivation ends them at once in every process.
+"""
+
+import binascii
+import hashlib
+import hmac
+import threading
+from base64 import b64decode
+from typing import Any
+
+from cachetools import TTLCache
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY, authenticate, get_user_model, login
+from django.contrib.auth.base_user import AbstractBaseUser
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.request import Request
+
+from accounts.throttles import count_login_attempt
+
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _digest(*parts: str) -> bytes:
+    key = hashlib.sha256(f"gpodder-credentials:{settings.SECRET_KEY}".encode()).digest()
+    message = "\x00".join(parts).encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+class _Credentials:
+    """Credentials this process verified: HMAC of (username, password) -> the user's id and an
+    HMAC of the password hash it was verified against."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: TTLCache[bytes, tuple[Any, bytes]] | None = None
+
+    def _cache(self) -> TTLCache[bytes, tuple[Any, bytes]]:
+        if self._known is None:  # made on first use, when the settings are known
+            self._known = TTLCache(maxsize=10_000, ttl=settings.GPODDER_CREDENTIAL_CACHE_SECONDS)
+        return self._known
+
+    def user(self, username: str, password: str) -> AbstractBaseUser | None:
+        """The active user these credentials were verified for, if they still hold."""
+        if not settings.GPODDER_CREDENTIAL_CACHE_SECONDS:
+            return None
+        key = _digest(username, password)
+        with self._lock:
+            known = self._cache().get(key)
+        if known is None:
+            return None
+        user_id, password_hash = known
+        user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+        if user is None or not hmac.compare_digest(_digest(user.password), password_hash):
+            with self._lock:
+                self._cache().pop(key, None)
+            return None
+        return user
+
+    def remember(self, username: str, password: str, user: AbstractBaseUser) -> None:
+        if settings.GPODDER_CREDENTIAL_CACHE_SECONDS:
+            with self._lock:
+                self._cache()[_digest(username, password)] = (user.pk, _digest(user.password))
+
+    def forget_user(self, user_id: Any) -> None:
+        with self._lock:
+            if self._known is not None:
+                for key in [k for k, (uid, _) in self._known.items() if uid == user_id]:
+                    self._known.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._known = None
+
+
+credentials = _Credentials()
+
+
+def forget_user_credentials(sender: Any, instance: AbstractBaseUser, **kwargs: Any) -> None:
+    """Receiver of the user model's post_save (GpodderConfig.ready)."""
+    credentials.forget_user(instance.pk)
+
+
+def _basic_credentials(encoded: str) -> tuple[str, str]:
+    try:
+        decoded = b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise AuthenticationFailed("Malformed Basic credentials") from exc
+    username, colon, password = decoded.partition(":")
+    if not colon or "\x00" in decoded:
+        raise AuthenticationFailed("Malformed Basic credentials")
+    return username, password
+
+
+class GpodderAuthentication(BaseAuthentication):
+    """HTTP Basic (the account's username and password), else the session cookie a successful
+    Basic authentication set. No CSRF token: the cookie is SameSite=Lax."""
+
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
+        django_request = request._request
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if header[:6].lower() == "basic ":
+            user = self._basic_user(request, header[6:])
+            session = django_request.session
+            if session.get(SESSION_KEY) != str(user.pk):
+                login(django_request, user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
+            return user, None
+        by_session = getattr(django_request, "user", None)
+        if by_session is not None and by_session.is_authenticated:
+            return by_session, None
+        return None
+
+    def _basic_user(self, request: Request, encoded: str) -> AbstractBaseUser:
+        username, password = _basic_credentials(encoded)
+        user = credentials.user(username, password)
+        if user is not None:
+            return user
+        count_login_attempt(request, username)
+        found: AbstractBaseUser | None = authenticate(
+            request._request, username=username, password=password
+        )
+        if found is None:
+            raise AuthenticationFailed("Wrong username or password")
+        credentials.remember(username, password, found)
+        return found
+
+    def authenticate_header(self, request: Request) -> str:
+        return f'Basic realm="{settings.GPODDER_REALM}"'

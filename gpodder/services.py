@@ -1,0 +1,159 @@
+"""Writes of the gpodder API: devices, and the subscription changes a device sends, applied by
+the subscriptions app's own services (docs/gpodder.md)."""
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from core import clock
+from core.exceptions import InvalidInput
+from gpodder.feedurls import sanitized
+from gpodder.models import Device, DeviceFeed
+from gpodder.sync import sync_timestamp
+from subscriptions import feeds
+from subscriptions.selectors import subscription_current, subscription_feeds_reached
+from subscriptions.services import (
+    AddEntry,
+    hold_user_writes,
+    subscription_add_many,
+    subscription_unsubscribe_many,
+)
+
+_DEVICE_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+DEVICE_TYPES = [choice.value for choice in Device.Type]
+
+
+def device_id_checked(device_id: str) -> str:
+    if not _DEVICE_ID.fullmatch(device_id):
+        raise InvalidInput(
+            "a device id is 1 to 64 ASCII letters, digits, '_', '.' or '-'",
+            errors={"device": ["Must be 1 to 64 ASCII letters, digits, '_', '.' or '-'."]},
+        )
+    return device_id
+
+
+def device_touch(*, user: Any, device_id: str) -> Device:
+    """The user's device `device_id`, created the first time a request names it (no caption,
+    type other); its last use is now. One statement, whether or not it existed."""
+    device_id_checked(device_id)
+    now = clock.now()
+    [device] = Device.objects.bulk_create(
+        [Device(user=user, device_id=device_id, created=now, last_used=now)],
+        update_conflicts=True,
+        unique_fields=["user", "device_id"],
+        update_fields=["last_used"],
+    )
+    return device
+
+
+def device_update(
+    *, user: Any, device_id: str, caption: str | None = None, type: str | None = None
+) -> Device:
+    """Set the device's caption and type, creating it when new."""
+    if type is not None and type not in DEVICE_TYPES:
+        message = f"type must be one of {', '.join(DEVICE_TYPES)}"
+        raise InvalidInput(message, errors={"type": [message]})
+    device = device_touch(user=user, device_id=device_id)
+    changed = {
+        name: value for name, value in (("caption", caption), ("type", type)) if value is not None
+    }
+    if changed:
+        Device.objects.filter(pk=device.pk).update(**changed)
+    return device
+
+
+@dataclass
+class Upload:
+    """What a device's upload answers: the timestamp to send back, and the URLs it should
+    rewrite, as [sent, used] ("" for one that cannot be used)."""
+
+    timestamp: int
+    update_urls: list[list[str]] = field(default_factory=list)
+
+
+class _Sent:
+    """The URLs of one request, sanitised, with what to tell the device about each."""
+
+    def __init__(self, *lists: list[str]):
+        self.rewritten: dict[str, str] = {}
+        self.used: list[tuple[str, str]] = []  # (sent, used) of each usable URL
+        for urls in lists:
+            for sent in urls:
+                used = sanitized(sent)
+                if used != sent:
+                    self.rewritten[sent] = used or ""
+                if used is not None:
+                    self.used.append((sent, used))
+
+    def usable(self, urls: list[str]) -> list[str]:
+        wanted = set(urls)
+        return [used for sent, used in self.used if sent in wanted]
+
+    def remember_spellings(self, *, user: Any, device: Device) -> None:
+        """Keep the spelling the device sent of each feed, and tell it of each feed that moved
+        since (its current URL has another matching key)."""
+        digests = {used: feeds.feed_key_digest(used) for _, used in self.used}
+        reached = subscription_feeds_reached(user=user, digests=set(digests.values()))
+        now = clock.now()
+        spellings: dict[int, str] = {}
+        for sent, used in self.used:
+            found = reached.get(digests[used])
+            if found is None:
+                continue
+            spellings[found.feed_id] = used
+            if feeds.feed_key_digest(found.feed_url) != digests[used]:
+                self.rewritten[sent] = found.feed_url
+        DeviceFeed.objects.bulk_create(
+            [
+                DeviceFeed(device=device, feed_id=feed_id, url=url, sent=now)
+                for feed_id, url in spellings.items()
+            ],
+            update_conflicts=True,
+            unique_fields=["device", "feed"],
+            update_fields=["url", "sent"],
+        )
+
+    def update_urls(self) -> list[list[str]]:
+        return [[sent, used] for sent, used in self.rewritten.items()]
+
+
+def _limit(count: int) -> None:
+    limit = settings.MAX_OPML_ENTRIES
+    if count > limit:
+        raise InvalidInput(f"too many URLs, at most {limit} per request")
+
+
+def subscription_upload(*, user: Any, device: Device, add: list[str], remove: list[str]) -> Upload:
+    """Apply a device's changes: adds re-subscribe (or subscribe), removes unsubscribe (not a
+    deletion); a URL that cannot be used is reported and left out, never failing the others."""
+    _limit(len(add) + len(remove))
+    both = set(add) & set(remove)
+    if both:
+        raise InvalidInput(f"{sorted(both)[0]!r} is both added and removed")
+    sent = _Sent(add, remove)
+    with transaction.atomic():
+        subscription_add_many(user=user, entries=[AddEntry(url) for url in sent.usable(add)])
+        subscription_unsubscribe_many(user=user, urls=sent.usable(remove))
+        sent.remember_spellings(user=user, device=device)
+        latest = hold_user_writes(user.pk)
+    return Upload(timestamp=sync_timestamp(latest), update_urls=sent.update_urls())
+
+
+def subscription_replace(*, user: Any, device: Device, urls: list[str]) -> None:
+    """The simple API's PUT: the device's whole list. Feeds not yet subscribed are added; current
+    subscriptions the list does not reach are unsubscribed."""
+    _limit(len(urls))
+    sent = _Sent(urls)
+    with transaction.atomic():
+        added = subscription_add_many(
+            user=user, entries=[AddEntry(url) for url in sent.usable(urls)]
+        )
+        kept = {sub.pk for sub in added.success}
+        dropped = subscription_current(user=user).exclude(pk__in=kept)
+        subscription_unsubscribe_many(
+            user=user, urls=list(dropped.values_list("feed_url", flat=True))
+        )
+        sent.remember_spellings(user=user, device=device)

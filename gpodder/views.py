@@ -1,0 +1,177 @@
+"""The gpodder.net API v2 endpoints: each checks the path's user, calls one service or selector,
+and answers as gpodder apps expect (docs/gpodder.md)."""
+
+import json
+from typing import Any
+
+from django.contrib.auth import logout
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.negotiation import IgnoreAcceptNegotiation
+from api.params import query_param
+from api.renderers import JSONRenderer
+from core import clock
+from core.exceptions import InvalidInput, NotAuthorized
+from gpodder import selectors, services
+from gpodder.authentication import GpodderAuthentication
+from gpodder.parsers import AnyJSONParser, RawBodyParser
+from gpodder.serializers import (
+    DeviceSettingsSerializer,
+    SubscriptionChangesSerializer,
+    UrlListSerializer,
+)
+from subscriptions import opml
+
+# The largest `since` a time can hold (the last second of year 9999).
+MAX_SINCE = 253_402_300_799
+
+
+@extend_schema(exclude=True)  # the OpenAPI document describes /v1/; docs/gpodder.md this API
+class GpodderView(APIView):
+    """Basic or the session cookie; JSON bodies whatever their label; 400 for bad input; and a
+    path naming another user than the authenticated one is a 401."""
+
+    authentication_classes = [GpodderAuthentication]
+    permission_classes = [IsAuthenticated]
+    parser_classes = [AnyJSONParser]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = IgnoreAcceptNegotiation
+    invalid_input_status = 400
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if kwargs.get("username") != request.user.get_username():
+            raise NotAuthorized()
+
+
+def empty() -> Response:
+    """What gpodder apps count as success for a write: 200 with an empty body."""
+    return Response(status=200)
+
+
+class LoginView(GpodderView):
+    def post(self, request: Request, username: str) -> Response:
+        return empty()
+
+
+class LogoutView(GpodderView):
+    def post(self, request: Request, username: str) -> Response:
+        logout(request._request)
+        return empty()
+
+
+class DeviceListView(GpodderView):
+    def get(self, request: Request, username: str) -> Response:
+        return Response(
+            [
+                {"id": d.id, "caption": d.caption, "type": d.type, "subscriptions": d.subscriptions}
+                for d in selectors.device_list(user=request.user)
+            ]
+        )
+
+
+class DeviceView(GpodderView):
+    def post(self, request: Request, username: str, device: str) -> Response:
+        serializer = DeviceSettingsSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        services.device_update(user=request.user, device_id=device, **serializer.validated_data)
+        return empty()
+
+
+class SyncDevicesView(GpodderView):
+    """One sync group per user: every device is synchronised with every other."""
+
+    def get(self, request: Request, username: str) -> Response:
+        return Response(
+            {"synchronized": [selectors.device_ids(user=request.user)], "not-synchronized": []}
+        )
+
+    post = get
+
+
+def _since(request: Request) -> int:
+    value = query_param(request, "since")
+    if value is None or not value.isascii() or not value.isdigit() or int(value) > MAX_SINCE:
+        raise InvalidInput(
+            "since must be whole seconds since the epoch (0 for everything)",
+            errors={"since": ["Must be a non-negative integer."]},
+        )
+    return int(value)
+
+
+class SubscriptionsView(GpodderView):
+    def get(self, request: Request, username: str, device: str) -> Response:
+        since = _since(request)
+        found = services.device_touch(user=request.user, device_id=device)
+        changes = selectors.subscription_changes(user=request.user, device=found, since=since)
+        return Response(
+            {"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp}
+        )
+
+    def post(self, request: Request, username: str, device: str) -> Response:
+        serializer = SubscriptionChangesSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        found = services.device_touch(user=request.user, device_id=device)
+        upload = services.subscription_upload(
+            user=request.user, device=found, **serializer.validated_data
+        )
+        return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
+
+
+def _list_answer(urls: list[str], fmt: str, owner: str) -> HttpResponse | Response:
+    if fmt == "json":
+        return Response(urls)
+    if fmt == "txt":
+        body = "".join(f"{url}\n" for url in urls)
+        return HttpResponse(body, content_type="text/plain; charset=utf-8")
+    document = opml.opml_render(
+        feeds=(opml.OpmlFeed(url=url) for url in urls), created=clock.now(), owner=owner
+    )
+    return HttpResponse(document, content_type=opml.CONTENT_TYPE)
+
+
+def _sent_urls(body: Any, fmt: str) -> list[str]:
+    """The URLs of a simple API PUT, in the format its path names."""
+    data = body if isinstance(body, bytes) else b""
+    if fmt == "opml":
+        return [feed.url for feed in opml.opml_parse(data)]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("the body is not UTF-8") from None
+    if fmt == "txt":
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    try:
+        urls = json.loads(text) if text.strip() else []
+    except (ValueError, RecursionError):
+        raise InvalidInput("the body is not a JSON list of URLs") from None
+    serializer = UrlListSerializer(data=urls)
+    serializer.is_valid(raise_exception=True)
+    return list(serializer.validated_data)
+
+
+class SimpleUserSubscriptionsView(GpodderView):
+    def get(self, request: Request, username: str, fmt: str) -> HttpResponse | Response:
+        urls = selectors.subscription_urls(user=request.user, device=None)
+        return _list_answer(urls, fmt, username)
+
+
+class SimpleDeviceSubscriptionsView(GpodderView):
+    parser_classes = [RawBodyParser]
+
+    def get(self, request: Request, username: str, device: str, fmt: str) -> Any:
+        found = services.device_touch(user=request.user, device_id=device)
+        return _list_answer(
+            selectors.subscription_urls(user=request.user, device=found), fmt, username
+        )
+
+    def put(self, request: Request, username: str, device: str, fmt: str) -> Response:
+        urls = _sent_urls(request.data, fmt)
+        found = services.device_touch(user=request.user, device_id=device)
+        services.subscription_replace(user=request.user, device=found, urls=urls)
+        return empty()

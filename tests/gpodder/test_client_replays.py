@@ -1,0 +1,175 @@
+"""Replays of how AntennaPod and Kasts talk to a gpodder server, against a live server.
+
+Written from their sync code: AntennaPod's GpodnetService (OkHttp with a cookie jar) sends Basic
+only to login.json, with an empty body labelled `plain/text; charset=utf-8`, then its cookie
+alone; JSON bodies as `application/json; charset=utf-8`; it reads `timestamp` and `update_urls`
+from uploads and keeps the upload's timestamp as its next `since`. Kasts (Qt) sends Basic on
+every request and no cookie, posts compact JSON that Qt labels
+`application/x-www-form-urlencoded`, and stores the answered timestamp plus 1.
+"""
+
+from base64 import b64encode
+from typing import Any
+
+import pytest
+import requests
+
+from subscriptions.models import Subscription
+from tests.gpodder.conftest import PASSWORD
+
+pytestmark = pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
+
+TIMEOUT = 10
+
+
+class AntennaPod:
+    """GpodnetService's requests, one device of one account."""
+
+    def __init__(self, base: str, username: str, device: str):
+        self.base, self.username, self.device = base, username, device
+        self.http = requests.Session()  # OkHttp's cookie jar
+        self.last_sync = 0
+
+    def login(self) -> None:
+        token = b64encode(f"{self.username}:{PASSWORD}".encode()).decode()
+        response = self.http.post(
+            f"{self.base}/api/2/auth/{self.username}/login.json",
+            data=b"",
+            headers={
+                "Authorization": f"Basic {token}",
+                "Content-Type": "plain/text; charset=utf-8",
+            },
+            timeout=TIMEOUT,
+        )
+        assert response.status_code == 200, response.text
+
+    def configure_device(self, caption: str, type: str) -> None:
+        response = self.http.post(
+            f"{self.base}/api/2/devices/{self.username}/{self.device}.json",
+            data=f'{{"caption":"{caption}","type":"{type}"}}'.encode(),
+            headers={"Content-Type": "application/json; charset=utf-8"},
+            timeout=TIMEOUT,
+        )
+        assert response.status_code == 200, response.text
+
+    def subscription_changes(self, since: int) -> dict[str, Any]:
+        response = self.http.get(
+            f"{self.base}/api/2/subscriptions/{self.username}/{self.device}.json",
+            params={"since": since},
+            timeout=TIMEOUT,
+        )
+        assert response.status_code == 200, response.text
+        changes = response.json()
+        # As GpodnetService reads them: it throws when a key is missing.
+        return {
+            "add": [url.replace("%3A", ":") for url in changes["add"]],
+            "remove": list(changes["remove"]),
+            "timestamp": int(changes["timestamp"]),
+        }
+
+    def upload_changes(self, added: list[str], removed: list[str]) -> dict[str, Any]:
+        response = self.http.post(
+            f"{self.base}/api/2/subscriptions/{self.username}/{self.device}.json",
+            json={"add": added, "remove": removed},
+            headers={"Content-Type": "application/json; charset=utf-8"},
+            timeout=TIMEOUT,
+        )
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        return {"timestamp": int(answer["timestamp"]), "update_urls": dict(answer["update_urls"])}
+
+    def sync(self, local: set[str], added: list[str], removed: list[str]) -> set[str]:
+        """SyncService's subscription round: pull since the last sync, apply it, upload the local
+        changes, keep the upload's timestamp. Returns the app's list afterwards."""
+        changes = self.subscription_changes(self.last_sync)
+        local = (local | set(changes["add"])) - set(changes["remove"])
+        self.last_sync = changes["timestamp"]
+        if added or removed:
+            answer = self.upload_changes(added, removed)
+            local = {answer["update_urls"].get(url, url) for url in local | set(added)}
+            local -= set(removed)
+            self.last_sync = answer["timestamp"]
+        return local
+
+
+class Kasts:
+    """Kasts' gpodder requests: Basic every time, no cookie jar, since = timestamp + 1."""
+
+    def __init__(self, base: str, username: str, device: str):
+        self.base, self.username, self.device = base, username, device
+        token = b64encode(f"{username}:{PASSWORD}".encode()).decode()
+        self.headers = {"Authorization": f"Basic {token}"}
+        self.since = 0
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> requests.Response:
+        headers = dict(self.headers)
+        if body is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"  # Qt's default
+        # A new connection and no cookies each time, as Kasts' requests carry none back.
+        response = requests.request(
+            method, f"{self.base}{path}", data=body, headers=headers, timeout=TIMEOUT
+        )
+        assert response.status_code == 200, response.text
+        return response
+
+    def sync(self, added: list[str]) -> list[str]:
+        self.request("POST", f"/api/2/auth/{self.username}/login.json", b"")
+        self.request(
+            "POST",
+            f"/api/2/devices/{self.username}/{self.device}.json",
+            b'{"caption":"Kasts on my laptop","type":"laptop"}',
+        )
+        groups = self.request("GET", f"/api/2/sync-devices/{self.username}.json").json()
+        assert self.device in groups["synchronized"][0]
+        changes = self.request(
+            "GET", f"/api/2/subscriptions/{self.username}/{self.device}.json?since={self.since}"
+        ).json()
+        self.since = changes["timestamp"] + 1
+        if added:
+            body = ('{"add":[' + ",".join(f'"{url}"' for url in added) + '],"remove":[]}').encode()
+            answer = self.request(
+                "POST", f"/api/2/subscriptions/{self.username}/{self.device}.json", body
+            ).json()
+            self.since = answer["timestamp"] + 1
+        return list(changes["add"])
+
+
+def test_antennapod_logs_in_once_and_syncs_on_its_cookie(live_server, alice):
+    phone = AntennaPod(live_server.url, "alice", "antennapod-phone")
+    phone.login()
+    phone.configure_device("AntennaPod on my phone", "mobile")
+    # First sync: since=0, then every subscription uploaded.
+    local = phone.sync(set(), ["https://podnews.net/rss", "feed://example.com/a.xml"], [])
+    assert local == {"https://podnews.net/rss", "http://example.com/a.xml"}  # update_urls applied
+    # Another device of the account adds and removes; the phone's next round sees both.
+    tablet = AntennaPod(live_server.url, "alice", "antennapod-tablet")
+    tablet.login()
+    tablet.sync(set(), ["https://example.com/b.xml"], ["https://podnews.net/rss"])
+    local = phone.sync(local, [], [])
+    assert local == {"http://example.com/a.xml", "https://example.com/b.xml"}
+    # A round with nothing new changes nothing, and no round ever sent Basic again.
+    assert phone.sync(local, [], []) == local
+    assert "Authorization" not in phone.http.headers
+
+
+def test_antennapod_keeps_its_spelling_of_a_url_another_app_spells_otherwise(live_server, alice):
+    phone = AntennaPod(live_server.url, "alice", "phone")
+    phone.login()
+    local = phone.sync(set(), ["https://example.com/feed?id=1&b=2"], [])
+    other = AntennaPod(live_server.url, "alice", "desktop")
+    other.login()
+    other.sync(set(), ["HTTPS://EXAMPLE.COM:443/feed?id=1&b=2"], [])
+    assert Subscription.objects.count() == 1
+    # The phone compares URLs exactly: it must not be sent the variant.
+    assert phone.subscription_changes(0)["add"] == ["https://example.com/feed?id=1&b=2"]
+    assert phone.sync(local, [], []) == local
+
+
+def test_kasts_sends_basic_on_every_request_and_since_plus_one(live_server, alice):
+    kasts = Kasts(live_server.url, "alice", "kasts")
+    assert kasts.sync(["https://podnews.net/rss"]) == []
+    phone = AntennaPod(live_server.url, "alice", "phone")
+    phone.login()
+    phone.sync(set(), ["https://example.com/new.xml"], [])
+    # Kasts' next round, from its stored timestamp + 1, sees the phone's add.
+    assert "https://example.com/new.xml" in kasts.sync([])

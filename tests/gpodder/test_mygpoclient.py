@@ -1,0 +1,72 @@
+"""mygpoclient 1.10, the library inside gPodder, unmodified, against a live server.
+
+It sends credentials only after a 401 with a Basic realm, at most three times per client
+object, then relies on the session cookie; it posts JSON labelled as a form; it counts only an
+empty 200 as success for device settings and the simple API's PUT.
+"""
+
+from typing import Any
+
+import pytest
+from mygpoclient import api, http
+
+from subscriptions.models import Subscription
+from tests.gpodder.conftest import PASSWORD
+
+pytestmark = pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
+
+
+@pytest.fixture
+def client(live_server: Any, alice: Any) -> api.MygPodderClient:
+    return api.MygPodderClient("alice", PASSWORD, root_url=live_server.url)
+
+
+def test_a_device_is_set_up_listed_and_synced(client):
+    assert client.update_device_settings("laptop", caption="My laptop", type="laptop") is True
+    assert client.update_device_settings("phone", type="mobile") is True
+    devices = {device.device_id: device for device in client.get_devices()}
+    assert set(devices) == {"laptop", "phone"}
+    assert (devices["laptop"].caption, devices["laptop"].type) == ("My laptop", "laptop")
+    assert devices["phone"].type == "mobile"
+    assert devices["phone"].subscriptions == 0
+
+    result = client.update_subscriptions(
+        "laptop",
+        add_urls=["https://podnews.net/rss", " feed://example.com/feed.xml ", "ftp://x/y"],
+    )
+    assert sorted(result.update_urls) == [
+        (" feed://example.com/feed.xml ", "http://example.com/feed.xml"),
+        ("ftp://x/y", ""),
+    ]
+    # More than three calls on one client object: the later ones ride on the cookie.
+    changes = client.pull_subscriptions("phone", since=0)
+    assert sorted(changes.add) == ["http://example.com/feed.xml", "https://podnews.net/rss"]
+    assert changes.remove == []
+    later = client.pull_subscriptions("phone", since=changes.since)
+    assert set(later.add) <= set(changes.add)
+
+    client.update_subscriptions("phone", remove_urls=["https://podnews.net/rss"])
+    changes = client.pull_subscriptions("laptop", since=result.since)
+    assert changes.remove == ["https://podnews.net/rss"]
+    assert [d.subscriptions for d in client.get_devices()] == [1, 1]
+
+
+def test_the_simple_api_puts_and_gets_a_device_list(client):
+    urls = ["https://podnews.net/rss", "https://example.com/feed.xml"]
+    assert client.put_subscriptions("n900", urls) is True
+    assert sorted(client.get_subscriptions("n900")) == sorted(urls)
+    assert client.put_subscriptions("n900", urls[:1]) is True
+    assert client.get_subscriptions("n900") == urls[:1]
+    current = Subscription.objects.filter(is_subscribed=True).values_list("feed_url", flat=True)
+    assert list(current) == urls[:1]
+
+
+def test_wrong_password_and_another_users_path_are_refused(live_server, alice, bob):
+    wrong = api.MygPodderClient("alice", "not the password", root_url=live_server.url)
+    with pytest.raises(http.Unauthorized):
+        wrong.get_devices()
+    # bob's own credentials on alice's paths: a 401, as for a wrong password.
+    intruder = api.MygPodderClient("bob", PASSWORD, root_url=live_server.url)
+    intruder._locator._username = "alice"
+    with pytest.raises(http.Unauthorized):
+        intruder.get_devices()
