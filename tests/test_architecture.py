@@ -2,9 +2,9 @@
 and no /v1/ route sits where the catch-all 404 would hide it."""
 
 import shutil
-import tomllib
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
