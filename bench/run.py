@@ -153,14 +153,20 @@ def server_cpu() -> dict[int, tuple[str, float]]:
 
 
 def wrk(
-    port: int, path: str, token: str, seconds: int = SECONDS, connections: int = CONNECTIONS
+    port: int,
+    path: str,
+    token: str,
+    seconds: int = SECONDS,
+    connections: int = CONNECTIONS,
+    header: str | None = None,
 ) -> Load:
-    """`wrk` at `connections` for `seconds`, with its latency percentiles."""
+    """`wrk` at `connections` for `seconds`, with its latency percentiles; each request carries
+    the bearer `token`, or `header` instead when given."""
     before = server_cpu()
+    header = header or f"Authorization: Bearer {token}"
     out = subprocess.run(
         ["wrk", "-t", str(min(2, connections)), "-c", str(connections), "-d", f"{seconds}s",
-         "--latency",
-         "-H", f"Authorization: Bearer {token}", f"http://127.0.0.1:{port}{path}"],
+         "--latency", "-H", header, f"http://127.0.0.1:{port}{path}"],
         capture_output=True, text=True, check=True, timeout=seconds + 60,
     ).stdout  # fmt: skip
 
@@ -443,6 +449,74 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     if os.environ.get("BENCH_PROFILE"):
         profile(app, path, token)
     bench_deletions(app, env, logs)
+    bench_gpodder(app)
+
+
+def bench_gpodder(app: Gunicorn) -> None:
+    """An app's first sync and its incremental pulls on the gpodder API, as AntennaPod and Kasts
+    make them: Basic, then the session cookie (or Basic on every request)."""
+    from base64 import b64encode
+
+    from tests.factories import UserFactory
+
+    user: Any = UserFactory(with_password="bench-password")
+    name = user.username
+    basic = "Basic " + b64encode(f"{name}:bench-password".encode()).decode()
+    conn = http.client.HTTPConnection("127.0.0.1", app.port, timeout=60)
+    cookie = ""
+
+    def call(method: str, path: str, body: Any = None, auth: bool = False) -> tuple[Any, float]:
+        nonlocal cookie
+        headers = {"Content-Type": "application/json"}
+        headers.update({"Authorization": basic} if auth or not cookie else {"Cookie": cookie})
+        start = time.perf_counter()
+        conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+        response = conn.getresponse()
+        payload = response.read()
+        elapsed = time.perf_counter() - start
+        if response.status != 200:
+            raise RuntimeError(f"{method} {path} answered {response.status}: {payload[:300]!r}")
+        cookie = (response.getheader("Set-Cookie") or cookie).split(";")[0]
+        return json.loads(payload) if payload else None, elapsed
+
+    print("gpodder API")
+    call("POST", f"/api/2/auth/{name}/login.json", auth=True)
+    uploads, pulls = [], []
+    for first_sync in range(5):  # a new device of a new feed list each time
+        urls = [f"https://gpodder.example.com/{first_sync}/{i}.xml" for i in range(1000)]
+        path = f"/api/2/subscriptions/{name}/device{first_sync}.json"
+        _, elapsed = call("POST", path, {"add": urls, "remove": []})
+        uploads.append(elapsed)
+        changes, elapsed = call("GET", f"{path}?since=0")
+        pulls.append(elapsed)
+    row("gpodder first sync: upload of 1,000 URLs", f"p50 {percentile(uploads, 0.5) * 1000:.1f} ms")
+    row(
+        "gpodder first sync: pull since=0",
+        f"p50 {percentile(pulls, 0.5) * 1000:.1f} ms ({len(changes['add']):,} URLs)",
+    )
+    device = f"/api/2/subscriptions/{name}/device0.json"
+    since = changes["timestamp"]
+    incremental = [call("GET", f"{device}?since={since}")[1] for _ in range(200)]
+    row("gpodder incremental pull, cookie", f"p50 {percentile(incremental, 0.5) * 1000:.2f} ms")
+    conn.close()
+    path = f"{device}?since={since}"
+    by_cookie = wrk(
+        app.port, path, "", seconds=SECONDS // 2, connections=1, header=f"Cookie: {cookie}"
+    )
+    by_basic = wrk(
+        app.port, path, "", seconds=SECONDS // 2, connections=1, header=f"Authorization: {basic}"
+    )
+    if by_cookie.errors or by_basic.errors:
+        raise RuntimeError(f"pulls failed: cookie {by_cookie.errors}, Basic {by_basic.errors}")
+    row(
+        "gpodder incremental pull at one connection: cookie, Basic every time",
+        f"p50 {by_cookie.p50_ms:.2f} and {by_basic.p50_ms:.2f} ms",
+    )
+    row(
+        "gpodder pull, Basic every time vs cookie: p50 ratio",
+        f"{by_basic.p50_ms / by_cookie.p50_ms:.2f}",
+        "<= 1.5",
+    )
 
 
 def profile(app: Gunicorn, path: str, token: str) -> None:
@@ -590,6 +664,64 @@ def bench_calls() -> None:
         row(f"Python calls: {name}", f"{min(calls(url) for _ in range(5)):,}")
 
 
+def bench_gpodder_queries() -> None:
+    """SQL queries of the gpodder API's sync requests, on the session cookie: the same for 10 URLs
+    as for 1,000, and for one device as for twenty."""
+    from base64 import b64encode
+
+    from django.db import connection
+    from django.test import Client as DjangoClient
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.factories import UserFactory
+
+    user: Any = UserFactory(with_password="bench-password")
+    name = user.username
+    client = DjangoClient()
+    basic = "Basic " + b64encode(f"{name}:bench-password".encode()).decode()
+    client.post(f"/api/2/auth/{name}/login.json", HTTP_AUTHORIZATION=basic)  # the cookie
+    counter = iter(range(10**9))
+
+    def queries(method: str, path: str, body: Any = None) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = getattr(client, method)(
+                path, data=json.dumps(body) if body else None, content_type="application/json"
+            )
+        assert response.status_code == 200, (path, response.status_code, response.content[:300])
+        return len(captured.captured_queries)
+
+    def upload(n: int) -> int:
+        batch = next(counter)
+        urls = [f"https://gq.example.com/{batch}/{i}" for i in range(n)]
+        return queries("post", f"/api/2/subscriptions/{name}/phone.json", {"add": urls})
+
+    def pull_with_devices(devices: int) -> int:
+        for device in range(devices):
+            queries("get", f"/api/2/subscriptions/{name}/d{device}.json?since=0")
+        return queries("get", f"/api/2/subscriptions/{name}/d0.json?since=0")
+
+    for label, run, small, large, unit in (
+        ("gpodder upload", upload, 10, 1000, "URLs"),
+        ("gpodder pull since=0", pull_with_devices, 1, 20, "devices"),
+    ):
+        few, many = run(small), run(large)
+        verdict = "constant" if few == many else "GROWS"
+        row(
+            f"queries: {label}",
+            f"{few} at {small} {unit}, {many} at {large}: {verdict}",
+            "constant",
+        )
+    before = queries("get", f"/api/2/subscriptions/{name}/phone.json?since=0")
+    upload(1000)
+    after = queries("get", f"/api/2/subscriptions/{name}/phone.json?since=0")
+    verdict = "constant" if before == after else "GROWS"
+    row(
+        "queries: gpodder pull since=0, by subscriptions",
+        f"{before} at 1,010, {after} at 2,010: {verdict}",
+        "constant",
+    )
+
+
 def bench_queries() -> None:
     """SQL queries per request, at the smallest and largest batch, page and history."""
     from django.db import connection
@@ -660,6 +792,7 @@ def bench_queries() -> None:
         row(
             f"queries: {name}", f"{few} at {small} {unit}, {many} at {large}: {verdict}", "constant"
         )
+    bench_gpodder_queries()
     guid = with_history(0)
     auth.forget_all()  # as a process that has not checked the user in AUTH_USER_CACHE_SECONDS
     with CaptureQueriesContext(connection) as cold:
