@@ -476,7 +476,9 @@ def bench_gpodder(app: Gunicorn) -> None:
         elapsed = time.perf_counter() - start
         if response.status != 200:
             raise RuntimeError(f"{method} {path} answered {response.status}: {payload[:300]!r}")
-        cookie = (response.getheader("Set-Cookie") or cookie).split(";")[0]
+        for set_cookie in response.headers.get_all("Set-Cookie") or []:
+            if set_cookie.startswith("sessionid="):
+                cookie = set_cookie.split(";")[0]
         return json.loads(payload) if payload else None, elapsed
 
     print("gpodder API")
