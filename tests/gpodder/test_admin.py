@@ -9,7 +9,9 @@ from tests.factories import UserFactory
 
 
 def test_staff_list_and_search_devices_with_their_last_use(app, alice, bob):
-    app.post("/api/2/devices/alice/phone.json", {"caption": "Pocket", "type": "mobile"}, format="json")
+    app.post(
+        "/api/2/devices/alice/phone.json", {"caption": "Pocket", "type": "mobile"}, format="json"
+    )
     device = Device.objects.get()
     staff: Any = UserFactory(is_staff=True, is_superuser=True)
     client = Client()
