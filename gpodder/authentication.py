@@ -4,7 +4,8 @@ will do (docs/gpodder.md, "Authentication").
 A password check is Argon2, tens of milliseconds by design, and Kasts sends Basic on every
 request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_CACHE_SECONDS,
 keyed by an HMAC of them (nothing that would log in is kept), and still reads the user on each
-request, so a changed password or a deactivation ends them at once in every process.
+request, so a changed password or a deactivation ends them at once in every process (the
+password hash they were verified against is compared, by an HMAC of it, each time).
 """
 
 import binascii
@@ -68,23 +69,12 @@ class _Credentials:
             with self._lock:
                 self._cache()[_digest(username, password)] = (user.pk, _digest(user.password))
 
-    def forget_user(self, user_id: Any) -> None:
-        with self._lock:
-            if self._known is not None:
-                for key in [k for k, (uid, _) in self._known.items() if uid == user_id]:
-                    self._known.pop(key, None)
-
     def clear(self) -> None:
         with self._lock:
             self._known = None
 
 
 credentials = _Credentials()
-
-
-def forget_user_credentials(sender: Any, instance: AbstractBaseUser, **kwargs: Any) -> None:
-    """Receiver of the user model's post_save (GpodderConfig.ready)."""
-    credentials.forget_user(instance.pk)
 
 
 def _basic_credentials(encoded: str) -> tuple[str, str]:

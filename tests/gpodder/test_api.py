@@ -447,3 +447,22 @@ def test_the_session_is_not_written_again_while_the_cookie_comes_back(app, alice
     from django.contrib.sessions.models import Session
 
     assert Session.objects.get(session_key=key).get_decoded()[SESSION_KEY] == str(alice.pk)
+
+
+def test_basic_on_every_request_without_cookies_checks_the_password_once(alice, monkeypatch):
+    """Kasts' worst case: Basic every time and no cookie kept. Logging in each time (which saves
+    the user's last_login) must not forget the verified credentials, nor count login attempts."""
+    from gpodder import authentication
+
+    checks = []
+    real = authentication.authenticate
+    monkeypatch.setattr(
+        authentication, "authenticate", lambda *a, **k: checks.append(1) or real(*a, **k)
+    )
+    monkeypatch.setattr(LoginThrottle, "THROTTLE_RATES", {"user": "1000/min", "login": "3/min"})
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=basic("alice"))
+    for _ in range(12):
+        client.cookies.clear()
+        assert client.get("/api/2/devices/alice.json").status_code == 200
+    assert len(checks) == 1
