@@ -454,11 +454,14 @@ def test_basic_on_every_request_without_cookies_checks_the_password_once(alice, 
     the user's last_login) must not forget the verified credentials, nor count login attempts."""
     from gpodder import authentication
 
-    checks = []
+    checks: list[str] = []
     real = authentication.authenticate
-    monkeypatch.setattr(
-        authentication, "authenticate", lambda *a, **k: checks.append(1) or real(*a, **k)
-    )
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        checks.append(kwargs["username"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(authentication, "authenticate", counted)
     monkeypatch.setattr(LoginThrottle, "THROTTLE_RATES", {"user": "1000/min", "login": "3/min"})
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=basic("alice"))
