@@ -31,7 +31,9 @@ class Device(models.Model):
     caption = models.CharField(max_length=255, blank=True)
     type = models.CharField(max_length=7, choices=Type.choices, default=Type.OTHER)
     created = models.DateTimeField()
-    last_used = models.DateTimeField(help_text="When a request last named the device.")
+    last_used = models.DateTimeField(
+        help_text="When a request last named the device (to the minute)."
+    )
 
     class Meta:
         constraints = [

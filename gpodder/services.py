@@ -3,6 +3,7 @@ the subscriptions app's own services (docs/gpodder.md)."""
 
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -24,6 +25,8 @@ from subscriptions.services import (
 
 _DEVICE_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 DEVICE_TYPES = [choice.value for choice in Device.Type]
+# How far behind a device's recorded last use may be.
+LAST_USE_PRECISION = timedelta(minutes=1)
 
 
 def device_id_checked(device_id: str) -> str:
@@ -37,15 +40,24 @@ def device_id_checked(device_id: str) -> str:
 
 def device_touch(*, user: Any, device_id: str) -> Device:
     """The user's device `device_id`, created the first time a request names it (no caption,
-    type other); its last use is now. One statement, whether or not it existed."""
+    type other), its last use brought up to now when it is over LAST_USE_PRECISION old.
+
+    A sync round names its device in every request: reading it is one query, and a write
+    (a commit to wait for) happens at most once in LAST_USE_PRECISION.
+    """
     device_id_checked(device_id)
     now = clock.now()
-    [device] = Device.objects.bulk_create(
-        [Device(user=user, device_id=device_id, created=now, last_used=now)],
-        update_conflicts=True,
-        unique_fields=["user", "device_id"],
-        update_fields=["last_used"],
-    )
+    device = Device.objects.filter(user=user, device_id=device_id).only("last_used").first()
+    if device is None:
+        # Two first requests of a new device at once: the database keeps one row.
+        [device] = Device.objects.bulk_create(
+            [Device(user=user, device_id=device_id, created=now, last_used=now)],
+            update_conflicts=True,
+            unique_fields=["user", "device_id"],
+            update_fields=["last_used"],
+        )
+    elif device.last_used < now - LAST_USE_PRECISION:
+        Device.objects.filter(pk=device.pk).update(last_used=now)
     return device
 
 

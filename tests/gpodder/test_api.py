@@ -469,3 +469,14 @@ def test_basic_on_every_request_without_cookies_checks_the_password_once(alice, 
         client.cookies.clear()
         assert client.get("/api/2/devices/alice.json").status_code == 200
     assert len(checks) == 1
+
+
+def test_a_sync_round_reads_its_device_without_writing_it(app, alice, clock):
+    pull(app)
+    device = Device.objects.get()
+    clock.advance(seconds=30)
+    pull(app)
+    assert Device.objects.get().last_used == device.last_used
+    clock.advance(seconds=31)
+    pull(app)
+    assert Device.objects.get().last_used == clock.now
