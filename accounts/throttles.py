@@ -1,7 +1,11 @@
 """The login throttle: attempts per client address and username (docs/api.md, "Limits")."""
 
 import hashlib
+import math
+import time
 from typing import Any
+
+from django.core.cache import cache
 
 from api.throttles import LimitNamingThrottle, count_request
 
@@ -27,13 +31,28 @@ class LoginThrottle(LimitNamingThrottle):
         }
 
 
-def count_login_attempt(request: Any, username: str) -> None:
-    """Count a password check made outside the login endpoint (HTTP Basic) as a login attempt of
-    `username` from the request's address; past THROTTLE_LOGIN_RATE, raise Throttled (429)."""
+def _failures(request: Any, username: str) -> tuple[LoginThrottle, str]:
     throttle = LoginThrottle()
+    return throttle, f"{throttle.key_for(request, username)}:blocked"
+
+
+def refuse_while_throttled(request: Any, username: str) -> None:
+    """Raise Throttled (429) while `username`, from the request's address, has used up its
+    login attempts (THROTTLE_LOGIN_RATE): the right password is refused too, so guessing
+    gains nothing. For password checks outside the login endpoint (HTTP Basic)."""
+    throttle, blocked = _failures(request, username)
+    closes = cache.get(blocked)
+    if closes is not None and closes > time.time():
+        throttle.retry_after = closes - time.time()
+        throttle.throttle_failure()
+
+
+def count_failed_login(request: Any, username: str) -> None:
+    """Count a wrong password given outside the login endpoint as a login attempt; once the
+    attempts reach THROTTLE_LOGIN_RATE, refuse_while_throttled refuses until the window closes."""
+    throttle, blocked = _failures(request, username)
     if throttle.rate is None:
         return
-    throttle.key = throttle.key_for(request, username)
-    count, throttle.retry_after = count_request(throttle.key, throttle.duration)
-    if count > throttle.num_requests:
-        throttle.throttle_failure()
+    count, retry_after = count_request(throttle.key_for(request, username), throttle.duration)
+    if count >= throttle.num_requests:
+        cache.set(blocked, time.time() + retry_after, timeout=math.ceil(retry_after) + 1)

@@ -105,6 +105,17 @@ def _authenticate_header(exc: Exception, context: dict[str, Any]) -> str:
     return header or "Bearer"
 
 
+def _first_problem(detail: Any, where: str = "") -> str:
+    """The first error of a validation error's detail, with the field it is about."""
+    if isinstance(detail, dict) and detail:
+        field, inner = next(iter(detail.items()))
+        name = "" if field == "non_field_errors" else str(field)
+        return _first_problem(inner, f"{where}.{name}".strip(".") if name else where)
+    if isinstance(detail, list) and detail:
+        return _first_problem(detail[0], where)
+    return f"{where}: {detail}" if where else str(detail)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     headers: dict[str, str] = {}
     errors: Any = None
@@ -129,6 +140,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         status = invalid
         errors = exc.detail if isinstance(exc, drf.ValidationError) else None
         message = f"{MESSAGES[405]}: {exc.detail}" if isinstance(exc, drf.ParseError) else None
+        if message is None and invalid != 405:
+            # Where the message is all most clients show (the gpodder API), it names the field.
+            message = f"{MESSAGES[405]}: {_first_problem(errors)}"
         message = message or MESSAGES[405]
     elif isinstance(exc, TooManyFieldsSent):
         status = invalid

@@ -22,9 +22,10 @@ class BodySizeLimitMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
+        self.prefixes = tuple(settings.API_PATH_PREFIXES)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(settings.API_PATH_PREFIXES):
+        if request.path.startswith(self.prefixes):
             try:
                 length = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
@@ -43,9 +44,10 @@ class AllowedHostMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
+        self.prefixes = tuple(settings.API_PATH_PREFIXES)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(settings.API_PATH_PREFIXES):
+        if request.path.startswith(self.prefixes):
             try:
                 request.get_host()
             except DisallowedHost:

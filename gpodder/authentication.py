@@ -17,13 +17,13 @@ from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY, authenticate, get_user_model, login
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from accounts.throttles import count_login_attempt
+from accounts.throttles import count_failed_login, refuse_while_throttled
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -48,7 +48,8 @@ class _Credentials:
         return self._known
 
     def user(self, username: str, password: str) -> AbstractBaseUser | None:
-        """The active user these credentials were verified for, if they still hold."""
+        """The active user these credentials were verified for, if they still hold (the same
+        username and password hash: a rename or a new password ends them)."""
         if not settings.GPODDER_CREDENTIAL_CACHE_SECONDS:
             return None
         key = _digest(username, password)
@@ -58,7 +59,11 @@ class _Credentials:
             return None
         user_id, password_hash = known
         user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
-        if user is None or not hmac.compare_digest(_digest(user.password), password_hash):
+        if (
+            user is None
+            or user.get_username() != username
+            or not hmac.compare_digest(_digest(user.password), password_hash)
+        ):
             with self._lock:
                 self._cache().pop(key, None)
             return None
@@ -79,9 +84,13 @@ credentials = _Credentials()
 
 def _basic_credentials(encoded: str) -> tuple[str, str]:
     try:
-        decoded = b64decode(encoded.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raw = b64decode(encoded.strip(), validate=True)
+    except (binascii.Error, ValueError) as exc:
         raise AuthenticationFailed("Malformed Basic credentials") from exc
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        decoded = raw.decode("latin-1")  # what older clients send, as DRF reads it too
     username, colon, password = decoded.partition(":")
     if not colon or "\x00" in decoded:
         raise AuthenticationFailed("Malformed Basic credentials")
@@ -97,9 +106,7 @@ class GpodderAuthentication(BaseAuthentication):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if header[:6].lower() == "basic ":
             user = self._basic_user(request, header[6:])
-            session = django_request.session
-            if session.get(SESSION_KEY) != str(user.pk):
-                login(django_request, user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
+            request.by_basic = True  # type: ignore[attr-defined]
             return user, None
         by_session = getattr(django_request, "user", None)
         if by_session is not None and by_session.is_authenticated:
@@ -111,11 +118,12 @@ class GpodderAuthentication(BaseAuthentication):
         user = credentials.user(username, password)
         if user is not None:
             return user
-        count_login_attempt(request, username)
+        refuse_while_throttled(request, username)
         found: AbstractBaseUser | None = authenticate(
             request._request, username=username, password=password
         )
         if found is None:
+            count_failed_login(request, username)
             raise AuthenticationFailed("Wrong username or password")
         credentials.remember(username, password, found)
         return found

@@ -2,16 +2,13 @@
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from django.db import transaction
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from gpodder.models import Device, DeviceFeed
-from gpodder.sync import sync_timestamp
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_current
-from subscriptions.services import hold_user_writes
 
 
 @dataclass(frozen=True)
@@ -45,35 +42,33 @@ def _spelled(device: Device, subscriptions: QuerySet[Subscription]) -> QuerySet[
     return subscriptions.annotate(spelled=Subquery(last_sent))
 
 
-@dataclass(frozen=True)
-class Changes:
-    add: list[str]
-    remove: list[str]
-    timestamp: int
+class Answered(NamedTuple):
+    """A subscription as a device is answered it: its URL in the device's spelling, and whether
+    the device had one (else the subscription's current URL)."""
+
+    url: str
+    spelled: bool
+    current: bool  # subscribed, not deleted
 
 
-def subscription_changes(*, user: Any, device: Device, since: int) -> Changes:
-    """The user's subscriptions whose state changed at or after `since` (whole seconds), split
-    into the subscribed (`add`) and the unsubscribed or deleted (`remove`), each URL spelled as
-    the device last sent it; and the timestamp to send back (gpodder.sync)."""
-    since_time = datetime.fromtimestamp(since, UTC)
-    with transaction.atomic():
-        latest = hold_user_writes(user.pk)
-        changed = Subscription.objects.filter(user=user, changed__gte=since_time).order_by("id")
-        rows = list(
-            _spelled(device, changed).values_list("feed_url", "is_subscribed", "deleted", "spelled")
-        )
-    add: list[str] = []
-    remove: list[str] = []
-    for feed_url, is_subscribed, deleted, spelled in rows:
-        (add if is_subscribed and deleted is None else remove).append(spelled or feed_url)
-    return Changes(add=add, remove=remove, timestamp=sync_timestamp(latest))
+def subscription_changes(*, user: Any, device: Device, since: int) -> list[Answered]:
+    """The user's subscriptions whose state changed at or after `since` (whole seconds since the
+    epoch), in creation order, as `device` is answered them."""
+    changed = Subscription.objects.filter(
+        user=user, changed__gte=datetime.fromtimestamp(since, UTC)
+    ).order_by("id")
+    rows = _spelled(device, changed).values_list("feed_url", "is_subscribed", "deleted", "spelled")
+    return [
+        Answered(spelled or url, spelled is not None, subscribed and deleted is None)
+        for url, subscribed, deleted, spelled in rows
+    ]
 
 
-def subscription_urls(*, user: Any, device: Device | None) -> list[str]:
-    """The user's current subscriptions' URLs, as `device` spells them (the simple API)."""
+def subscription_urls(*, user: Any, device: Device | None) -> list[Answered]:
+    """The user's current subscriptions, in creation order, as `device` is answered them (the
+    simple API; without a device, their current URLs)."""
     current = subscription_current(user=user)
     if device is None:
-        return list(current.values_list("feed_url", flat=True))
+        return [Answered(url, False, True) for url in current.values_list("feed_url", flat=True)]
     rows = _spelled(device, current).values_list("feed_url", "spelled")
-    return [spelled or feed_url for feed_url, spelled in rows]
+    return [Answered(spelled or url, spelled is not None, True) for url, spelled in rows]

@@ -11,11 +11,16 @@ from django.db import transaction
 
 from core import clock
 from core.exceptions import InvalidInput
+from gpodder import selectors
 from gpodder.feedurls import sanitized
 from gpodder.models import Device, DeviceFeed
 from gpodder.sync import sync_timestamp
 from subscriptions import feeds
-from subscriptions.selectors import subscription_current, subscription_feeds_reached
+from subscriptions.selectors import (
+    FeedReached,
+    subscription_current,
+    subscription_feeds_reached,
+)
 from subscriptions.services import (
     AddEntry,
     hold_user_writes,
@@ -86,6 +91,70 @@ class Upload:
     update_urls: list[list[str]] = field(default_factory=list)
 
 
+def _remember_spellings(*, device: Device, spellings: dict[int, str], replace: bool) -> None:
+    """Keep `spellings` (URL history row id: URL) as the device's; `replace` those it had."""
+    now = clock.now()
+    rows = [
+        DeviceFeed(device=device, feed_id=feed, url=url, sent=now)
+        for feed, url in spellings.items()
+    ]
+    if replace:
+        DeviceFeed.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["device", "feed"],
+            update_fields=["url", "sent"],
+        )
+    else:
+        DeviceFeed.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _remember_answered(*, user: Any, device: Device, answered: list[selectors.Answered]) -> None:
+    """A URL a device is answered without a spelling of its own becomes its spelling: the app
+    now holds it, and must keep being answered in it (a later move or variant must not reach
+    it as another podcast)."""
+    urls = [item.url for item in answered if not item.spelled]
+    if not urls:
+        return
+    digests = {url: feeds.feed_key_digest(url) for url in urls}
+    reached = subscription_feeds_reached(user=user, digests=set(digests.values()))
+    spellings = {
+        reached[digest].feed_id: url for url, digest in digests.items() if digest in reached
+    }
+    _remember_spellings(device=device, spellings=spellings, replace=False)
+
+
+@dataclass(frozen=True)
+class Changes:
+    add: list[str]
+    remove: list[str]
+    timestamp: int
+
+
+def subscription_pull(*, user: Any, device: Device, since: int) -> Changes:
+    """The subscriptions changed at or after `since` (whole seconds), split into the subscribed
+    (`add`) and the unsubscribed or deleted (`remove`), each in the device's spelling; and the
+    timestamp to send back (gpodder.sync), taken while the user's writes are held."""
+    with transaction.atomic():
+        latest = hold_user_writes(user.pk)
+        answered = selectors.subscription_changes(user=user, device=device, since=since)
+        _remember_answered(user=user, device=device, answered=answered)
+        timestamp = sync_timestamp(latest)
+    return Changes(
+        add=[item.url for item in answered if item.current],
+        remove=[item.url for item in answered if not item.current],
+        timestamp=timestamp,
+    )
+
+
+def subscription_list(*, user: Any, device: Device | None) -> list[str]:
+    """The simple API's GET: the current subscriptions' URLs, in the device's spellings."""
+    answered = selectors.subscription_urls(user=user, device=device)
+    if device is not None:
+        _remember_answered(user=user, device=device, answered=answered)
+    return [item.url for item in answered]
+
+
 class _Sent:
     """The URLs of one request, sanitised, with what to tell the device about each."""
 
@@ -99,37 +168,54 @@ class _Sent:
                     self.rewritten[sent] = used or ""
                 if used is not None:
                     self.used.append((sent, used))
+        self.digests = {used: feeds.feed_key_digest(used) for _, used in self.used}
 
     def usable(self, urls: list[str]) -> list[str]:
         wanted = set(urls)
         return [used for sent, used in self.used if sent in wanted]
 
+    def reached(self, user: Any) -> dict[str, FeedReached]:
+        return subscription_feeds_reached(user=user, digests=set(self.digests.values()))
+
+    def not_current(self, urls: list[str], reached: dict[str, FeedReached]) -> list[str]:
+        """Those of `urls` that reach no current subscription: adding the others again would
+        only mark them changed for every other device."""
+        return [
+            url
+            for url in urls
+            if (found := reached.get(self.digests[url])) is None or not found.current
+        ]
+
     def remember_spellings(self, *, user: Any, device: Device) -> None:
         """Keep the spelling the device sent of each feed, and tell it of each feed that moved
         since (its current URL has another matching key)."""
-        digests = {used: feeds.feed_key_digest(used) for _, used in self.used}
-        reached = subscription_feeds_reached(user=user, digests=set(digests.values()))
-        now = clock.now()
+        reached = self.reached(user)
         spellings: dict[int, str] = {}
         for sent, used in self.used:
-            found = reached.get(digests[used])
+            found = reached.get(self.digests[used])
             if found is None:
                 continue
             spellings[found.feed_id] = used
-            if feeds.feed_key_digest(found.feed_url) != digests[used]:
+            if feeds.feed_key_digest(found.feed_url) != self.digests[used]:
                 self.rewritten[sent] = found.feed_url
-        DeviceFeed.objects.bulk_create(
-            [
-                DeviceFeed(device=device, feed_id=feed_id, url=url, sent=now)
-                for feed_id, url in spellings.items()
-            ],
-            update_conflicts=True,
-            unique_fields=["device", "feed"],
-            update_fields=["url", "sent"],
-        )
+        _remember_spellings(device=device, spellings=spellings, replace=True)
 
     def update_urls(self) -> list[list[str]]:
         return [[sent, used] for sent, used in self.rewritten.items()]
+
+
+def subscription_changes_check(*, add: list[str], remove: list[str]) -> None:
+    """Refuse, before anything is stored, an upload over the limit or one naming a feed in both
+    lists (by any spelling)."""
+    _limit(len(add) + len(remove))
+    added = {feeds.feed_key_digest(url): url for url in map(sanitized, add) if url}
+    both = [url for url in map(sanitized, remove) if url and feeds.feed_key_digest(url) in added]
+    if both:
+        raise InvalidInput(f"{both[0]!r} is both added and removed")
+
+
+def subscription_check_count(urls: list[str]) -> None:
+    _limit(len(urls))
 
 
 def _limit(count: int) -> None:
@@ -139,33 +225,32 @@ def _limit(count: int) -> None:
 
 
 def subscription_upload(*, user: Any, device: Device, add: list[str], remove: list[str]) -> Upload:
-    """Apply a device's changes: adds re-subscribe (or subscribe), removes unsubscribe (not a
+    """Apply a device's changes: adds subscribe (or re-subscribe), removes unsubscribe (not a
     deletion); a URL that cannot be used is reported and left out, never failing the others."""
-    _limit(len(add) + len(remove))
-    both = set(add) & set(remove)
-    if both:
-        raise InvalidInput(f"{sorted(both)[0]!r} is both added and removed")
+    subscription_changes_check(add=add, remove=remove)
     sent = _Sent(add, remove)
     with transaction.atomic():
-        subscription_add_many(user=user, entries=[AddEntry(url) for url in sent.usable(add)])
+        adding = sent.not_current(sent.usable(add), sent.reached(user))
+        subscription_add_many(user=user, entries=[AddEntry(url) for url in adding])
         subscription_unsubscribe_many(user=user, urls=sent.usable(remove))
         sent.remember_spellings(user=user, device=device)
-        latest = hold_user_writes(user.pk)
-    return Upload(timestamp=sync_timestamp(latest), update_urls=sent.update_urls())
+        timestamp = sync_timestamp(hold_user_writes(user.pk))
+    return Upload(timestamp=timestamp, update_urls=sent.update_urls())
 
 
 def subscription_replace(*, user: Any, device: Device, urls: list[str]) -> None:
     """The simple API's PUT: the device's whole list. Feeds not yet subscribed are added; current
-    subscriptions the list does not reach are unsubscribed."""
+    subscriptions the list does not reach are unsubscribed; the others are left as they are."""
     _limit(len(urls))
     sent = _Sent(urls)
     with transaction.atomic():
+        reached = sent.reached(user)
+        listed = sent.usable(urls)
         added = subscription_add_many(
-            user=user, entries=[AddEntry(url) for url in sent.usable(urls)]
+            user=user, entries=[AddEntry(url) for url in sent.not_current(listed, reached)]
         )
-        kept = {sub.pk for sub in added.success}
+        kept = {found.subscription_id for found in reached.values()}
+        kept |= {sub.pk for sub in added.success}
         dropped = subscription_current(user=user).exclude(pk__in=kept)
-        subscription_unsubscribe_many(
-            user=user, urls=list(dropped.values_list("feed_url", flat=True))
-        )
+        subscription_unsubscribe_many(user=user, urls=dropped.values_list("feed_url", flat=True))
         sent.remember_spellings(user=user, device=device)

@@ -4,7 +4,7 @@ and answers as gpodder apps expect (docs/gpodder.md)."""
 import json
 from typing import Any
 
-from django.contrib.auth import logout
+from django.contrib.auth import SESSION_KEY, login, logout
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
@@ -18,7 +18,7 @@ from api.renderers import JSONRenderer
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized
 from gpodder import selectors, services
-from gpodder.authentication import GpodderAuthentication
+from gpodder.authentication import MODEL_BACKEND, GpodderAuthentication
 from gpodder.parsers import AnyJSONParser, RawBodyParser
 from gpodder.serializers import (
     DeviceSettingsSerializer,
@@ -47,6 +47,11 @@ class GpodderView(APIView):
         super().initial(request, *args, **kwargs)
         if kwargs.get("username") != request.user.get_username():
             raise NotAuthorized()
+        # A successful Basic authentication sets the session cookie, unless it came with the
+        # cookie of this very user (an app sending both writes no session again).
+        session = request._request.session
+        if getattr(request, "by_basic", False) and session.get(SESSION_KEY) != str(request.user.pk):
+            login(request._request, request.user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
 
 
 def empty() -> Response:
@@ -108,7 +113,7 @@ class SubscriptionsView(GpodderView):
     def get(self, request: Request, username: str, device: str) -> Response:
         since = _since(request)
         found = services.device_touch(user=request.user, device_id=device)
-        changes = selectors.subscription_changes(user=request.user, device=found, since=since)
+        changes = services.subscription_pull(user=request.user, device=found, since=since)
         return Response(
             {"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp}
         )
@@ -116,6 +121,7 @@ class SubscriptionsView(GpodderView):
     def post(self, request: Request, username: str, device: str) -> Response:
         serializer = SubscriptionChangesSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        services.subscription_changes_check(**serializer.validated_data)
         found = services.device_touch(user=request.user, device_id=device)
         upload = services.subscription_upload(
             user=request.user, device=found, **serializer.validated_data
@@ -138,10 +144,13 @@ def _list_answer(urls: list[str], fmt: str, owner: str) -> HttpResponse | Respon
 def _sent_urls(body: Any, fmt: str) -> list[str]:
     """The URLs of a simple API PUT, in the format its path names."""
     data = body if isinstance(body, bytes) else b""
+    if not data.strip():
+        # Never read as "no subscriptions": a body lost on the way would empty the list.
+        raise InvalidInput("the body is empty: send the list (an empty one as [] in json)")
     if fmt == "opml":
         return [feed.url for feed in opml.opml_parse(data)]
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InvalidInput("the body is not UTF-8") from None
     if fmt == "txt":
@@ -157,7 +166,7 @@ def _sent_urls(body: Any, fmt: str) -> list[str]:
 
 class SimpleUserSubscriptionsView(GpodderView):
     def get(self, request: Request, username: str, fmt: str) -> HttpResponse | Response:
-        urls = selectors.subscription_urls(user=request.user, device=None)
+        urls = services.subscription_list(user=request.user, device=None)
         return _list_answer(urls, fmt, username)
 
 
@@ -166,12 +175,13 @@ class SimpleDeviceSubscriptionsView(GpodderView):
 
     def get(self, request: Request, username: str, device: str, fmt: str) -> Any:
         found = services.device_touch(user=request.user, device_id=device)
-        return _list_answer(
-            selectors.subscription_urls(user=request.user, device=found), fmt, username
-        )
+        urls = services.subscription_list(user=request.user, device=found)
+        return _list_answer(urls, fmt, username)
 
     def put(self, request: Request, username: str, device: str, fmt: str) -> Response:
         urls = _sent_urls(request.data, fmt)
+        services.device_id_checked(device)
+        services.subscription_check_count(urls)
         found = services.device_touch(user=request.user, device_id=device)
         services.subscription_replace(user=request.user, device=found, urls=urls)
         return empty()

@@ -91,11 +91,13 @@ def subscriptions_reached(
 
 
 class FeedReached(NamedTuple):
-    """A feed URL history row (SubscriptionFeed), with its subscription's current feed URL."""
+    """A feed URL history row (SubscriptionFeed), with its subscription's current feed URL and
+    whether the user is subscribed to it now (subscribed, not deleted)."""
 
     feed_id: int
     subscription_id: int
     feed_url: str
+    current: bool
 
 
 class ShownSubscription(NamedTuple):
@@ -222,9 +224,14 @@ def subscription_feeds_reached(*, user: Any, digests: Collection[str]) -> dict[s
     if not digests:
         return {}
     rows = SubscriptionFeed.objects.filter(user=user, key_digest__in=list(digests)).values_list(
-        "key_digest", "id", "subscription_id", "subscription__feed_url"
+        "key_digest",
+        "id",
+        "subscription_id",
+        "subscription__feed_url",
+        "subscription__is_subscribed",
+        "subscription__deleted",
     )
     return {
-        digest: FeedReached(feed_id, subscription_id, feed_url)
-        for digest, feed_id, subscription_id, feed_url in rows
+        digest: FeedReached(feed_id, subscription_id, feed_url, subscribed and deleted is None)
+        for digest, feed_id, subscription_id, feed_url, subscribed, deleted in rows
     }

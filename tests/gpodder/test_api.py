@@ -480,3 +480,108 @@ def test_a_sync_round_reads_its_device_without_writing_it(app, alice, clock):
     clock.advance(seconds=31)
     pull(app)
     assert Device.objects.get().last_used == clock.now
+
+
+# --- From review: nothing stored by a refused request, and what a sync must leave alone --------
+
+
+def test_a_refused_upload_creates_no_device_and_a_foreign_path_sets_no_cookie(app, bob, settings):
+    settings.MAX_OPML_ENTRIES = 2
+    both = {"add": ["feed://a.example/x"], "remove": ["http://a.example/x/"]}  # one feed
+    assert_error(app.post(SUBS, both, format="json"), 400)
+    assert_error(
+        app.post(
+            SUBS,
+            {"add": ["https://a.example/1", "https://a.example/2", "https://a.example/3"]},
+            format="json",
+        ),
+        400,
+    )
+    assert_error(app.put("/subscriptions/alice/phone.txt", b"", content_type="text/plain"), 400)
+    assert not Device.objects.exists()
+    client = APIClient()
+    response = client.get("/api/2/devices/bob.json", HTTP_AUTHORIZATION=basic("alice"))
+    assert_error(response, 401)
+    assert "sessionid" not in response.cookies
+
+
+def test_successful_basic_checks_do_not_count_against_the_login_throttle(alice, monkeypatch):
+    monkeypatch.setattr(LoginThrottle, "THROTTLE_RATES", {"user": "1000/min", "login": "3/min"})
+    for _ in range(6):
+        credentials.clear()  # a check each time, as in a process that never saw the app
+        response = APIClient(HTTP_AUTHORIZATION=basic("alice")).get("/api/2/devices/alice.json")
+        assert response.status_code == 200
+
+
+def test_a_sync_leaves_already_current_subscriptions_unchanged(app, alice, clock):
+    sub = subscribe(alice, "https://podnews.net/rss")
+    clock.advance(seconds=10)
+    upload(app, add=["https://podnews.net/rss", "https://example.com/new.xml"])
+    app.put(
+        "/subscriptions/alice/phone.json",
+        b'["https://podnews.net/rss"]',
+        content_type="application/json",
+    )
+    sub.refresh_from_db()
+    assert sub.is_subscribed
+    assert sub.subscription_changed < clock.now  # not marked changed for every other device
+    assert not Subscription.objects.get(feed_url="https://example.com/new.xml").is_subscribed
+
+
+def test_a_url_a_device_was_answered_stays_its_spelling_after_a_move(app, alice):
+    """AntennaPod never uploads what it pulled: the URL it was answered is the one it holds."""
+    opa = client_for(alice)
+    added = opa.post(
+        "/v1/subscriptions",
+        {"subscriptions": [{"feed_url": "https://old.example/feed"}]},
+        format="json",
+    ).json()["success"][0]
+    assert pull(app)["add"] == ["https://old.example/feed"]
+    opa.patch(
+        f"/v1/subscriptions/{added['guid']}",
+        {"new_feed_url": "https://new.example/feed"},
+        format="json",
+    )
+    changes = pull(app)
+    assert (changes["add"], changes["remove"]) == (["https://old.example/feed"], [])
+    # A device that never saw it gets the current URL.
+    assert pull(app, device="new")["add"] == ["https://new.example/feed"]
+
+
+@pytest.mark.parametrize(
+    "url", ["https:/example.com/feed", "feed://https://example.com/feed", "mailto:me@example.com"]
+)
+def test_a_scheme_without_its_slashes_is_not_made_a_host(app, url):
+    assert upload(app, add=[url])["update_urls"] == [[url, ""]]
+    assert not Subscription.objects.exists()
+
+
+def test_a_host_and_port_without_a_scheme_is_read_as_http(app):
+    answer = upload(app, add=["example.com:8080/feed"])
+    assert answer["update_urls"] == [["example.com:8080/feed", "http://example.com:8080/feed"]]
+
+
+def test_a_simple_put_reads_past_a_byte_order_mark(app):
+    body = "\ufeffhttps://podnews.net/rss\n".encode()
+    assert (
+        app.put("/subscriptions/alice/phone.txt", body, content_type="text/plain").status_code
+        == 200
+    )
+    assert list(Subscription.objects.values_list("feed_url", flat=True)) == [
+        "https://podnews.net/rss"
+    ]
+
+
+def test_latin_1_basic_credentials_are_read(db):
+    from tests.factories import UserFactory
+
+    UserFactory(username="jörg", with_password="pässword")
+    client = APIClient()
+    token = __import__("base64").b64encode("jörg:pässword".encode("latin-1")).decode()
+    response = client.get("/api/2/devices/jörg.json", HTTP_AUTHORIZATION=f"Basic {token}")
+    assert response.status_code == 200
+
+
+def test_a_400_names_the_field(app):
+    body = assert_error(app.post(SUBS, {"add": [5]}, format="json"), 400)
+    assert body["message"].startswith("Input could not be validated: add")
