@@ -186,9 +186,12 @@ class _Sent:
             if (found := reached.get(self.digests[url])) is None or not found.current
         ]
 
-    def remember_spellings(self, *, user: Any, device: Device) -> None:
+    def remember_spellings(
+        self, *, user: Any, device: Device, follows_update_urls: bool = False
+    ) -> None:
         """Keep the spelling the device sent of each feed, and tell it of each feed that moved
-        since (its current URL has another matching key)."""
+        since (its current URL has another matching key). A device that `follows_update_urls`
+        switches to the new URL, which then becomes its spelling; another keeps the old one."""
         reached = self.reached(user)
         spellings: dict[int, str] = {}
         for sent, used in self.used:
@@ -198,6 +201,8 @@ class _Sent:
             spellings[found.feed_id] = used
             if feeds.feed_key_digest(found.feed_url) != self.digests[used]:
                 self.rewritten[sent] = found.feed_url
+                if follows_update_urls:
+                    spellings[found.feed_id] = found.feed_url
         _remember_spellings(device=device, spellings=spellings, replace=True)
 
     def update_urls(self) -> list[list[str]]:
@@ -224,16 +229,24 @@ def _limit(count: int) -> None:
         raise InvalidInput(f"too many URLs, at most {limit} per request")
 
 
-def subscription_upload(*, user: Any, device: Device, add: list[str], remove: list[str]) -> Upload:
+def subscription_upload(
+    *,
+    user: Any,
+    device: Device,
+    add: list[str],
+    remove: list[str],
+    follows_update_urls: bool = False,
+) -> Upload:
     """Apply a device's changes: adds subscribe (or re-subscribe), removes unsubscribe (not a
-    deletion); a URL that cannot be used is reported and left out, never failing the others."""
+    deletion); a URL that cannot be used is reported and left out, never failing the others.
+    `follows_update_urls`: the app rewrites its URLs as the answer's update_urls say."""
     subscription_changes_check(add=add, remove=remove)
     sent = _Sent(add, remove)
     with transaction.atomic():
         adding = sent.not_current(sent.usable(add), sent.reached(user))
         subscription_add_many(user=user, entries=[AddEntry(url) for url in adding])
         subscription_unsubscribe_many(user=user, urls=sent.usable(remove))
-        sent.remember_spellings(user=user, device=device)
+        sent.remember_spellings(user=user, device=device, follows_update_urls=follows_update_urls)
         timestamp = sync_timestamp(hold_user_writes(user.pk))
     return Upload(timestamp=timestamp, update_urls=sent.update_urls())
 

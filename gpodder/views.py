@@ -54,6 +54,13 @@ class GpodderView(APIView):
             login(request._request, request.user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
 
 
+def follows_update_urls(request: Request) -> bool:
+    """gPodder (mygpoclient, under its own name or gPodder's) rewrites its URLs as an upload's
+    update_urls say; AntennaPod and Kasts do not, and keep the URL they sent."""
+    agent = request.META.get("HTTP_USER_AGENT", "").lower()
+    return "mygpoclient" in agent or "gpodder/" in agent
+
+
 def empty() -> Response:
     """What gpodder apps count as success for a write: 200 with an empty body."""
     return Response(status=200)
@@ -124,7 +131,10 @@ class SubscriptionsView(GpodderView):
         services.subscription_changes_check(**serializer.validated_data)
         found = services.device_touch(user=request.user, device_id=device)
         upload = services.subscription_upload(
-            user=request.user, device=found, **serializer.validated_data
+            user=request.user,
+            device=found,
+            follows_update_urls=follows_update_urls(request),
+            **serializer.validated_data,
         )
         return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
 

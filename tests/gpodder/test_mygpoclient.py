@@ -70,3 +70,23 @@ def test_wrong_password_and_another_users_path_are_refused(live_server, alice, b
     intruder._locator._username = "alice"
     with pytest.raises(http.Unauthorized):
         intruder.get_devices()
+
+
+def test_gpodder_follows_a_move_and_is_answered_the_new_url(client, alice):
+    """gPodder rewrites its URLs as update_urls say: from then on it holds the new URL, and is
+    answered in it; an app that does not follow update_urls keeps the old one."""
+    from tests.conftest import client_for
+
+    client.update_subscriptions("gpodder", add_urls=["https://old.example/feed"])
+    opa = client_for(alice)
+    guid = opa.get("/v1/subscriptions").json()["subscriptions"][0]["guid"]
+    opa.patch(
+        f"/v1/subscriptions/{guid}", {"new_feed_url": "https://new.example/feed"}, format="json"
+    )
+    result = client.update_subscriptions("gpodder", add_urls=["https://old.example/feed"])
+    assert result.update_urls == [("https://old.example/feed", "https://new.example/feed")]
+    # Unsubscribed elsewhere: gPodder is told in the URL it now holds.
+    opa.patch(f"/v1/subscriptions/{guid}", {"is_subscribed": False}, format="json")
+    assert client.pull_subscriptions("gpodder", since=result.since).remove == [
+        "https://new.example/feed"
+    ]
