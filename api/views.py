@@ -21,7 +21,7 @@ CAPABILITIES = {
     # GET and POST {root}/subscriptions.opml: OPML 2.0 export and import (docs/api.md,
     # "OPML import and export").
     "urn:opa:extra:opml": {"1.0.0": {"status": "STABLE", "root": "/v1"}},
-    # The gpodder.net API v2 over the same subscriptions (docs/gpodder.md).
+    # The gpodder.net API v2 over the same subscriptions (docs/gpodder-api.md).
     "urn:opa:extra:gpodder": {"2": {"status": "STABLE", "root": "/api/2"}},
 }
 

@@ -42,7 +42,7 @@ v1 = api.versioned(
 
 urlpatterns = [
     path("v1/", include(v1)),
-    # The gpodder.net API over the same subscriptions (docs/gpodder.md).
+    # The gpodder.net API over the same subscriptions (docs/gpodder-api.md).
     path("api/2/", include(api.versioned(gpodder.api2))),
     path("subscriptions/", include(api.versioned(gpodder.simple))),
     path("admin/", admin.site.urls),

@@ -1,5 +1,5 @@
 """How gpodder apps authenticate: HTTP Basic on any request, after which a session cookie alone
-will do (docs/gpodder.md, "Authentication").
+will do (docs/gpodder-api.md, "Authentication").
 
 A password check is Argon2, tens of milliseconds by design, and Kasts sends Basic on every
 request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_CACHE_SECONDS,

@@ -1,7 +1,8 @@
 """gpodder.net's sanitising of the feed URLs its apps send, before the service's own rules.
 
 Pure functions: surrounding whitespace goes, `feed://`, `itpc://` and `itms://` are read as
-`http://`, and a URL without a scheme is read as `http://` (docs/gpodder.md, "Subscriptions").
+`http://`, and a URL without a scheme is read as `http://` (docs/gpodder-api.md, "Subscriptions:
+the advanced API").
 """
 
 import re

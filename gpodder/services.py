@@ -1,5 +1,5 @@
 """Writes of the gpodder API: devices, and the subscription changes a device sends, applied by
-the subscriptions app's own services (docs/gpodder.md)."""
+the subscriptions app's own services (docs/gpodder-api.md)."""
 
 import re
 from dataclasses import dataclass, field

@@ -1,5 +1,5 @@
 """The gpodder.net API v2 endpoints: each checks the path's user, calls one service or selector,
-and answers as gpodder apps expect (docs/gpodder.md)."""
+and answers as gpodder apps expect (docs/gpodder-api.md)."""
 
 import json
 from typing import Any
@@ -31,7 +31,8 @@ from subscriptions import opml
 MAX_SINCE = 253_402_300_799
 
 
-@extend_schema(exclude=True)  # the OpenAPI document describes /v1/; docs/gpodder.md this API
+# The OpenAPI document describes /v1/; docs/gpodder-api.md describes this API.
+@extend_schema(exclude=True)
 class GpodderView(APIView):
     """Basic or the session cookie; JSON bodies whatever their label; 400 for bad input; and a
     path naming another user than the authenticated one is a 401."""

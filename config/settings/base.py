@@ -170,7 +170,7 @@ CACHES = {
 
 # --- API ---------------------------------------------------------------------------------
 # Paths whose every error is the error object, and whose bodies the body limit guards: the OPA
-# API, and the gpodder.net API's advanced and simple parts (docs/gpodder.md).
+# API, and the gpodder.net API's advanced and simple parts (docs/gpodder-api.md).
 API_PATH_PREFIXES = ("/v1/", "/api/2/", "/subscriptions/")
 # The realm of the gpodder API's 401s: mygpoclient sends credentials only to a 401 that has one.
 GPODDER_REALM = env.str("GPODDER_REALM", default="opa-subscriptions")

@@ -1,5 +1,5 @@
-"""The gpodder.net API v2 over the same subscriptions (docs/gpodder.md): authentication, devices,
-the advanced and simple subscription APIs, and both protocols on one account."""
+"""The gpodder.net API v2 over the same subscriptions (docs/gpodder-api.md): authentication,
+devices, the advanced and simple subscription APIs, and both protocols on one account."""
 
 import json
 from typing import Any

@@ -1,5 +1,5 @@
 """A pull's timestamp, sent back as it is or plus one, misses no change, not even one committed
-while the pull was running (docs/gpodder.md, "Timestamps"). Real threads on PostgreSQL."""
+while the pull was running (docs/gpodder-api.md, "Timestamps"). Real threads on PostgreSQL."""
 
 import threading
 import time
