@@ -13,16 +13,20 @@ from django.http import HttpRequest, HttpResponse
 from api.errors import error_response
 
 
-class BodySizeLimitMiddleware:
+class ApiMiddleware:
+    """A middleware that acts on API requests only (API_PATH_PREFIXES, read once)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+        self.prefixes = tuple(settings.API_PATH_PREFIXES)
+
+
+class BodySizeLimitMiddleware(ApiMiddleware):
     """Answers 413 with the error object when an API request's body is over MAX_BODY_BYTES.
 
     DRF parsers read the stream directly, so Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check
     never runs for JSON bodies.
     """
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
-        self.get_response = get_response
-        self.prefixes = tuple(settings.API_PATH_PREFIXES)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path.startswith(self.prefixes):
@@ -36,15 +40,11 @@ class BodySizeLimitMiddleware:
         return self.get_response(request)
 
 
-class AllowedHostMiddleware:
+class AllowedHostMiddleware(ApiMiddleware):
     """Answers 400 with the error object for an API request to a host not in ALLOWED_HOSTS.
 
     Django would raise DisallowedHost later on, and with DEBUG on answer its HTML debug page.
     """
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
-        self.get_response = get_response
-        self.prefixes = tuple(settings.API_PATH_PREFIXES)
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path.startswith(self.prefixes):
