@@ -1,13 +1,17 @@
 """The login throttle: attempts per client address and username (docs/api.md, "Limits")."""
 
 import hashlib
+import logging
 import math
 import time
 from typing import Any
 
+import redis
 from django.core.cache import cache
 
 from api.throttles import LimitNamingThrottle, count_request
+
+logger = logging.getLogger(__name__)
 
 
 class LoginThrottle(LimitNamingThrottle):
@@ -41,7 +45,11 @@ def refuse_while_throttled(request: Any, username: str) -> None:
     login attempts (THROTTLE_LOGIN_RATE): the right password is refused too, so guessing
     gains nothing. For password checks outside the login endpoint (HTTP Basic)."""
     throttle, blocked = _failures(request, username)
-    closes = cache.get(blocked)
+    try:
+        closes = cache.get(blocked)
+    except redis.RedisError:  # counted in each process while Redis is away (api.throttles)
+        logger.warning("Redis did not answer: a login block could not be read", exc_info=True)
+        return
     if closes is not None and closes > time.time():
         throttle.retry_after = closes - time.time()
         throttle.throttle_failure()
@@ -55,4 +63,7 @@ def count_failed_login(request: Any, username: str) -> None:
         return
     count, retry_after = count_request(throttle.key_for(request, username), throttle.duration)
     if count >= throttle.num_requests:
-        cache.set(blocked, time.time() + retry_after, timeout=math.ceil(retry_after) + 1)
+        try:
+            cache.set(blocked, time.time() + retry_after, timeout=math.ceil(retry_after) + 1)
+        except redis.RedisError:
+            logger.warning("Redis did not answer: a login block could not be kept", exc_info=True)

@@ -24,6 +24,7 @@ from subscriptions.selectors import (
 from subscriptions.services import (
     AddEntry,
     hold_user_writes,
+    lock_user_writes,
     subscription_add_many,
     subscription_unsubscribe_many,
 )
@@ -243,6 +244,7 @@ def subscription_upload(
     subscription_changes_check(add=add, remove=remove)
     sent = _Sent(add, remove)
     with transaction.atomic():
+        lock_user_writes(user.pk)  # what is read next stays true until the writes are done
         adding = sent.not_current(sent.usable(add), sent.reached(user))
         subscription_add_many(user=user, entries=[AddEntry(url) for url in adding])
         subscription_unsubscribe_many(user=user, urls=sent.usable(remove))
@@ -257,6 +259,7 @@ def subscription_replace(*, user: Any, device: Device, urls: list[str]) -> None:
     _limit(len(urls))
     sent = _Sent(urls)
     with transaction.atomic():
+        lock_user_writes(user.pk)  # what is read next stays true until the writes are done
         reached = sent.reached(user)
         listed = sent.usable(urls)
         added = subscription_add_many(

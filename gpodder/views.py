@@ -164,6 +164,8 @@ def _sent_urls(body: Any, fmt: str) -> list[str]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InvalidInput("the body is not UTF-8") from None
+    if not text.strip():  # a byte-order mark alone
+        raise InvalidInput("the body is empty: send the list (an empty one as [] in json)")
     if fmt == "txt":
         return [line.strip() for line in text.splitlines() if line.strip()]
     try:

@@ -585,3 +585,71 @@ def test_latin_1_basic_credentials_are_read(db):
 def test_a_400_names_the_field(app):
     body = assert_error(app.post(SUBS, {"add": [5]}, format="json"), 400)
     assert body["message"].startswith("Input could not be validated: add")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/subscriptions/alice/phone.txt", "\ufeff".encode()),
+        ("/subscriptions/alice/phone.txt", "\ufeff\n\n".encode()),
+        ("/subscriptions/alice/phone.json", "\ufeff ".encode()),
+    ],
+)
+def test_a_body_of_only_a_byte_order_mark_empties_nothing(app, alice, path, body):
+    subscribe(alice, "https://podnews.net/rss")
+    assert_error(app.put(path, body, content_type="text/plain"), 400)
+    assert Subscription.objects.get().is_subscribed
+
+
+def test_a_json_put_with_a_byte_order_mark_is_read(app):
+    body = '\ufeff["https://podnews.net/rss"]'.encode()
+    response = app.put("/subscriptions/alice/phone.json", body, content_type="application/json")
+    assert response.status_code == 200
+    assert list(Subscription.objects.values_list("feed_url", flat=True)) == [
+        "https://podnews.net/rss"
+    ]
+
+
+def test_remembered_credentials_end_with_a_new_username(alice):
+    client = APIClient(HTTP_AUTHORIZATION=basic("alice"))
+    assert client.get("/api/2/devices/alice.json").status_code == 200
+    type(alice).objects.filter(pk=alice.pk).update(username="alicia")  # no signal
+    assert_error(APIClient(HTTP_AUTHORIZATION=basic("alice")).get("/api/2/devices/alice.json"), 401)
+
+
+def test_a_url_a_device_got_from_the_simple_api_stays_its_spelling(app, alice):
+    opa = client_for(alice)
+    guid = opa.post(
+        "/v1/subscriptions",
+        {"subscriptions": [{"feed_url": "https://old.example/feed"}]},
+        format="json",
+    ).json()["success"][0]["guid"]
+    assert app.get("/subscriptions/alice/phone.json").json() == ["https://old.example/feed"]
+    opa.patch(
+        f"/v1/subscriptions/{guid}", {"new_feed_url": "https://new.example/feed"}, format="json"
+    )
+    assert app.get("/subscriptions/alice/phone.json").json() == ["https://old.example/feed"]
+    assert app.get("/subscriptions/alice.json").json() == ["https://new.example/feed"]
+
+
+def test_basic_logins_work_while_the_shared_cache_is_away(alice, monkeypatch):
+    """The login block lives in the shared cache (Redis): its failure is no 500."""
+    import redis
+
+    from accounts import throttles
+
+    class Away:
+        def get(self, *args: Any, **kwargs: Any) -> Any:
+            raise redis.ConnectionError("away")
+
+        set = get
+
+    monkeypatch.setattr(throttles, "cache", Away())
+    monkeypatch.setattr(LoginThrottle, "THROTTLE_RATES", {"user": "1000/min", "login": "1/min"})
+    wrong = APIClient(HTTP_AUTHORIZATION=basic("alice", "wrong"))
+    for _ in range(2):
+        assert_error(wrong.get("/api/2/devices/alice.json"), 401)
+    assert (
+        APIClient(HTTP_AUTHORIZATION=basic("alice")).get("/api/2/devices/alice.json").status_code
+        == 200
+    )
