@@ -13,6 +13,7 @@ from api import urls as api
 from api.views import health
 from deletions import urls as deletions
 from deletions.views import SubscriptionDestroyMixin
+from episodes import urls as episodes
 from gpodder import urls as gpodder
 from subscriptions import urls as subscriptions
 from subscriptions.views import SubscriptionViewSet
@@ -43,7 +44,7 @@ v1 = api.versioned(
 urlpatterns = [
     path("v1/", include(v1)),
     # The gpodder.net API over the same subscriptions (docs/gpodder-api.md).
-    path("api/2/", include(api.versioned(gpodder.api2))),
+    path("api/2/", include(api.versioned([*gpodder.api2, *episodes.api2]))),
     path("subscriptions/", include(api.versioned(gpodder.simple))),
     path("admin/", admin.site.urls),
     path("health", health, name="health"),

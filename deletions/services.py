@@ -9,7 +9,7 @@ after a bounded number of attempts, so none stays PENDING.
 
 import logging
 import uuid
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -21,7 +21,7 @@ from core import clock
 from deletions.models import Deletion
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_by_guid
-from subscriptions.services import lock_user_writes
+from subscriptions.services import lock_user_writes, subscription_mark_deleted
 
 logger = logging.getLogger(__name__)
 
@@ -109,17 +109,8 @@ def deletion_process(*, deletion_id: int) -> str:
             return _finish(deletion, Deletion.Status.FAILURE, RESUBSCRIBED)
         if sub.deleted is not None:
             return _finish(deletion, Deletion.Status.SUCCESS, SUCCEEDED)
-        _tombstone(sub, now)
+        subscription_mark_deleted(sub, now)
         return _finish(deletion, Deletion.Status.SUCCESS, SUCCEEDED)
-
-
-def _tombstone(sub: Subscription, now: datetime) -> None:
-    """Mark the subscription deleted. Its guid and feed URL history stay, pointing at it, so
-    every guid it had answers 410 and adding its feed again re-subscribes it."""
-    sub.deleted = now
-    sub.is_subscribed = False
-    sub.subscription_changed = now
-    sub.save(update_fields=["deleted", "is_subscribed", "subscription_changed"])
 
 
 def _out_of_attempts(count: int) -> str:

@@ -2,6 +2,7 @@
 the subscriptions app's own services (docs/gpodder-api.md)."""
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -52,19 +53,39 @@ def device_touch(*, user: Any, device_id: str) -> Device:
     (a commit to wait for) happens at most once in LAST_USE_PRECISION.
     """
     device_id_checked(device_id)
+    return devices_touch(user=user, device_ids=[device_id])[device_id]
+
+
+def devices_touch(*, user: Any, device_ids: Collection[str]) -> dict[str, Device]:
+    """device_touch for several devices at once (the ones an upload's episode actions name), in
+    as many queries as for one; the ids must be valid."""
+    if not device_ids:
+        return {}
     now = clock.now()
-    device = Device.objects.filter(user=user, device_id=device_id).only("last_used").first()
-    if device is None:
+    found = {
+        device.device_id: device
+        for device in Device.objects.filter(user=user, device_id__in=list(device_ids)).only(
+            "device_id", "last_used"
+        )
+    }
+    missing = [
+        Device(user=user, device_id=device_id, created=now, last_used=now)
+        for device_id in device_ids
+        if device_id not in found
+    ]
+    if missing:
         # Two first requests of a new device at once: the database keeps one row.
-        [device] = Device.objects.bulk_create(
-            [Device(user=user, device_id=device_id, created=now, last_used=now)],
+        created = Device.objects.bulk_create(
+            missing,
             update_conflicts=True,
             unique_fields=["user", "device_id"],
             update_fields=["last_used"],
         )
-    elif device.last_used < now - LAST_USE_PRECISION:
-        Device.objects.filter(pk=device.pk).update(last_used=now)
-    return device
+        found.update((device.device_id, device) for device in created)
+    stale = [d.pk for d in found.values() if d.last_used < now - LAST_USE_PRECISION]
+    if stale:
+        Device.objects.filter(pk__in=stale).update(last_used=now)
+    return found
 
 
 def device_update(

@@ -107,8 +107,11 @@ class SyncDevicesView(GpodderView):
     post = get
 
 
-def _since(request: Request) -> int:
+def since_param(request: Request, *, required: bool = True) -> int:
+    """The query's `since`: whole seconds since the epoch; 0 when absent and not `required`."""
     value = query_param(request, "since")
+    if value is None and not required:
+        return 0
     if value is None or not value.isascii() or not value.isdigit() or int(value) > MAX_SINCE:
         raise InvalidInput(
             "since must be whole seconds since the epoch (0 for everything)",
@@ -119,7 +122,7 @@ def _since(request: Request) -> int:
 
 class SubscriptionsView(GpodderView):
     def get(self, request: Request, username: str, device: str) -> Response:
-        since = _since(request)
+        since = since_param(request)
         found = services.device_touch(user=request.user, device_id=device)
         changes = services.subscription_pull(user=request.user, device=found, since=since)
         return Response(

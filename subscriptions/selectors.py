@@ -235,3 +235,19 @@ def subscription_feeds_reached(*, user: Any, digests: Collection[str]) -> dict[s
         digest: FeedReached(feed_id, subscription_id, feed_url, subscribed and deleted is None)
         for digest, feed_id, subscription_id, feed_url, subscribed, deleted in rows
     }
+
+
+def subscription_feed_digests(*, subscription_ids: Collection[int]) -> QuerySet[Any]:
+    """The matching-key digests of every feed URL the subscriptions have had (a subquery)."""
+    return SubscriptionFeed.objects.filter(subscription_id__in=list(subscription_ids)).values(
+        "key_digest"
+    )
+
+
+def feed_digests_alike(*, user: Any, digest: str) -> QuerySet[Any]:
+    """The matching-key digests of every feed URL had by the user's subscription that `digest`
+    reaches, `digest` among them; none when it reaches none (a subquery)."""
+    reached = SubscriptionFeed.objects.filter(user=user, key_digest=digest)
+    return SubscriptionFeed.objects.filter(
+        subscription_id__in=reached.values("subscription_id")
+    ).values("key_digest")

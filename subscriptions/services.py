@@ -382,6 +382,19 @@ def hold_user_writes(user_id: int) -> datetime | None:
     return rows[0][-1]
 
 
+def subscription_mark_deleted(sub: Subscription, now: datetime) -> None:
+    """Mark the subscription deleted, with what belongs to it in other apps (in the caller's
+    transaction, which holds the user's writes). Its guid and feed URL history stay, pointing at
+    it, so every guid it had answers 410 and adding its feed again re-subscribes it."""
+    sub.deleted = now
+    sub.is_subscribed = False
+    sub.subscription_changed = now
+    sub.save(update_fields=["deleted", "is_subscribed", "subscription_changed"])
+    signals.subscriptions_deleted.send(
+        sender=Subscription, user_id=sub.user_id, subscription_ids=[sub.pk]
+    )
+
+
 @dataclass(frozen=True)
 class SubscriptionUpdate:
     """What a PATCH asked to change; None for what it left alone."""

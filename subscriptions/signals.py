@@ -14,3 +14,8 @@ feed_check_wanted = Signal()
 # would make to them: a receiver answering True holds the change back. The deletions app does
 # while a deletion of one of them is pending, which the change would make fail as a re-subscribe.
 change_held = Signal()
+
+# Sent, with `user_id` and `subscription_ids`, inside the transaction that marks subscriptions
+# deleted: receivers delete what belongs to them in that transaction, so that it goes exactly
+# when the subscription does (the episodes app deletes their episode actions).
+subscriptions_deleted = Signal()

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "deletions",
     "feedchecks",
     "gpodder",
+    "episodes",
 ]
 
 MIDDLEWARE = [
@@ -144,6 +145,8 @@ MAX_ADD_ENTRIES = env.int("MAX_ADD_ENTRIES", default=500)
 # Feeds per OPML import: higher than an add's, since an app's export is sent whole and a body
 # of 1 MiB holds some thousands of outlines; the add takes the same queries for any number.
 MAX_OPML_ENTRIES = env.int("MAX_OPML_ENTRIES", default=5000)
+# The most episode actions one upload may hold (an app's first sync sends one per played episode).
+MAX_EPISODE_ACTIONS = env.int("MAX_EPISODE_ACTIONS", default=5000)
 MAX_PAGE_SIZE = env.int("MAX_PAGE_SIZE", default=500)
 MAX_FEED_URL_LENGTH = 2048
 

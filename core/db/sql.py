@@ -171,10 +171,12 @@ def insert(
     *,
     same: Mapping[str, Any],
     returning: Sequence[str] = (),
+    ignore_conflicts: bool = False,
 ) -> list[tuple[Any, ...]]:
     """Insert one row per position of the lists in `columns` (field name: values), every row
     with the values of `same` too, in one statement; return `returning`'s fields of each row,
-    in no particular order.
+    in no particular order. `ignore_conflicts`: a row that would break a unique constraint is
+    left out (and not returned), the others are inserted.
 
     Values must be of their fields' Python types: they are converted only as far as the
     database needs (not validated).
@@ -202,6 +204,9 @@ def insert(
         params.append(_json(list(rows)))
     table = connection.ops.quote_name(model._meta.db_table)
     query = f"INSERT INTO {table} ({names}) SELECT {', '.join(selected)} FROM {source}"
+    if ignore_conflicts:
+        # SQLite would read ON as the start of a join's condition without the WHERE.
+        query += " WHERE true ON CONFLICT DO NOTHING"
     if not returning:
         with _cursor() as cursor:
             cursor.execute(query, params)

@@ -63,7 +63,7 @@ def test_injected_failure_mid_cascade_rolls_everything_back(pending, monkeypatch
 
 def test_transient_errors_are_retried(pending, monkeypatch):
     _, deletion = pending
-    real = services._tombstone
+    real = services.subscription_mark_deleted
     calls = []
 
     def flaky(target, now):
@@ -72,7 +72,7 @@ def test_transient_errors_are_retried(pending, monkeypatch):
             raise OperationalError("could not serialize access")
         real(target, now)
 
-    monkeypatch.setattr(services, "_tombstone", flaky)
+    monkeypatch.setattr(services, "subscription_mark_deleted", flaky)
     process_deletion.apply(args=(deletion.pk,))
 
     deletion.refresh_from_db()
@@ -87,7 +87,7 @@ def test_transient_errors_end_as_failure_when_retries_run_out(pending, monkeypat
     def down(target, now):
         raise OperationalError("server closed the connection")
 
-    monkeypatch.setattr(services, "_tombstone", down)
+    monkeypatch.setattr(services, "subscription_mark_deleted", down)
     process_deletion.apply(args=(deletion.pk,))
 
     deletion.refresh_from_db()
@@ -207,7 +207,7 @@ def test_a_queued_deletion_is_not_failed_for_waiting(pending, settings):
 
 def test_retry_reruns_a_failed_deletion(pending, monkeypatch, django_capture_on_commit_callbacks):
     sub, deletion = pending
-    monkeypatch.setattr(services, "_tombstone", lambda target, now: 1 / 0)
+    monkeypatch.setattr(services, "subscription_mark_deleted", lambda target, now: 1 / 0)
     process_deletion.apply(args=(deletion.pk,))
     monkeypatch.undo()
     deletion.refresh_from_db()

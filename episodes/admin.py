@@ -1,0 +1,37 @@
+"""Staff view of the episode actions apps uploaded: read-only, newest first."""
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from episodes.models import EpisodeAction
+
+
+@admin.register(EpisodeAction)
+class EpisodeActionAdmin(admin.ModelAdmin):
+    """Read-only: actions are what the apps said; searchable by podcast URL, episode and user."""
+
+    list_display = ["received", "user", "device", "action", "podcast", "episode", "position"]
+    list_filter = ["action"]
+    search_fields = ["podcast", "episode", "=user__username"]
+    list_select_related = ["user", "device"]
+    ordering = ["-received", "-id"]
+    show_full_result_count = False
+    fields = readonly_fields = (
+        "user",
+        "device",
+        "podcast",
+        "episode",
+        "guid",
+        "action",
+        "timestamp",
+        "received",
+        "started",
+        "position",
+        "total",
+    )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -1,0 +1,72 @@
+"""The second at which the service received an action: what a download's `since` counts, and
+the lock that keeps it true while a download is read."""
+
+from datetime import datetime, timedelta
+
+from django.db import connection
+
+from core.db import sql
+from episodes.models import EpisodeAction
+
+# At most this many of a user's actions are stamped with one received second, so that an answer
+# of 1,000 always holds two whole seconds: an app that sends back the last second it was
+# answered (and so reads that second again) still moves on (docs/gpodder-api.md, "Episode
+# actions: download").
+ACTIONS_PER_SECOND = 500
+# The advisory lock's first key: this service's lock on one user's episode actions.
+_EPISODE_WRITES = 0x6F706165
+_TABLE = EpisodeAction._meta.db_table
+_RECEIVED = EpisodeAction._meta.get_field("received")
+
+
+def _latest_second(user_id: int, *, exclusive: bool) -> tuple[datetime | None, int]:
+    """Lock the user's episode actions (`exclusive`: against other uploads; else against
+    uploads only, until the transaction ends); return the latest received second, and how
+    many actions it holds."""
+    lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    held = f"{lock}(%s, %s), " if connection.vendor == "postgresql" else ""
+    params = [_EPISODE_WRITES, user_id] if held else []
+    latest = f"(SELECT MAX(received) FROM {_TABLE} WHERE user_id = %s)"
+    rows = sql.fetch(
+        f"SELECT {held}{latest},"
+        f" (SELECT COUNT(*) FROM {_TABLE} WHERE user_id = %s AND received = {latest})",
+        [*params, user_id, user_id, user_id],
+        sql.Columns(*([None] if held else []), _RECEIVED, None),
+    )
+    return rows[0][-2], rows[0][-1]
+
+
+def lock_episode_writes(user_id: int) -> tuple[datetime | None, int]:
+    """Serialise the user's uploads (until the transaction ends); return the latest received
+    second and how many actions it holds, for received_seconds."""
+    return _latest_second(user_id, exclusive=True)
+
+
+def hold_episode_writes(user_id: int) -> datetime | None:
+    """Wait until no upload of the user's is under way, and keep new ones waiting until the
+    current transaction ends; return the latest received second (None: no action yet)."""
+    return _latest_second(user_id, exclusive=False)[0]
+
+
+def received_seconds(
+    count: int, *, now: datetime, latest: datetime | None, used: int
+) -> list[datetime]:
+    """The received second of each of `count` new actions: now's, or the user's latest when
+    that is later (so they never go back), and the next second each time one holds
+    ACTIONS_PER_SECOND. `used`: how many the latest second holds already.
+
+    A first sync of thousands of actions so runs a few seconds ahead of the clock, which costs
+    nothing: every later action is stamped after them.
+    """
+    second = now.replace(microsecond=0)
+    room = ACTIONS_PER_SECOND
+    if latest is not None and latest >= second:
+        second, room = latest, ACTIONS_PER_SECOND - used
+    stamps = []
+    for _ in range(count):
+        if room <= 0:
+            second += timedelta(seconds=1)
+            room = ACTIONS_PER_SECOND
+        stamps.append(second)
+        room -= 1
+    return stamps

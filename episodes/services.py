@@ -1,0 +1,133 @@
+"""Storing the episode actions an app uploads, and deleting those of a deleted subscription
+(docs/gpodder-api.md, "Episode actions")."""
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from core import clock
+from core.db import sql
+from episodes.actions import SentAction, episode_sanitized, identity
+from episodes.models import EpisodeAction
+from episodes.received import lock_episode_writes, received_seconds
+from gpodder.feedurls import sanitized
+from gpodder.services import devices_touch
+from gpodder.sync import sync_timestamp
+from subscriptions import feeds
+from subscriptions.selectors import subscription_feed_digests
+
+
+@dataclass
+class Upload:
+    """What an upload answers: the timestamp to send back, and the URLs the app should
+    rewrite, as [sent, used] ("" for one that cannot be used, whose action was left out)."""
+
+    timestamp: int
+    update_urls: list[list[str]] = field(default_factory=list)
+
+
+class _Sent:
+    """An upload's URLs, sanitised, with what to tell the app of each it should rewrite."""
+
+    def __init__(self) -> None:
+        self.rewritten: dict[str, str] = {}
+
+    def used(self, sent: str, use: Any) -> str | None:
+        used = use(sent)
+        if used != sent:
+            self.rewritten[sent] = used or ""
+        return used
+
+    def update_urls(self) -> list[list[str]]:
+        return [[sent, used] for sent, used in self.rewritten.items()]
+
+
+def actions_upload(*, user: Any, actions: Sequence[SentAction]) -> Upload:
+    """Store the actions, each once however often it is sent, stamped with the second the
+    service received it; an action whose podcast or episode URL cannot be used is reported and
+    left out. The same number of queries for 1 action as for 1,000."""
+    sent = _Sent()
+    usable = []
+    for action in actions:
+        podcast = sent.used(action.podcast, sanitized)
+        episode = sent.used(action.episode, episode_sanitized)
+        if podcast is not None and episode is not None:
+            usable.append((action, podcast, episode))
+    devices = devices_touch(
+        user=user, device_ids={a.device for a, _, _ in usable if a.device is not None}
+    )
+    now = clock.now()
+    with transaction.atomic():
+        latest, used = lock_episode_writes(user.pk)
+        stamps = received_seconds(len(usable), now=now, latest=latest, used=used)
+        columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+        for (action, podcast, episode), received in zip(usable, stamps, strict=True):
+            _add_row(columns, action, podcast, episode, received, now, devices)
+        sql.insert(EpisodeAction, columns, same={"user": user.pk}, ignore_conflicts=True)
+        timestamp = sync_timestamp(stamps[-1] if stamps else latest)
+    return Upload(timestamp=timestamp, update_urls=sent.update_urls())
+
+
+_COLUMNS = (
+    "device",
+    "podcast",
+    "podcast_key",
+    "episode",
+    "action",
+    "timestamp",
+    "received",
+    "guid",
+    "started",
+    "position",
+    "total",
+    "identity",
+)
+
+
+def _add_row(
+    columns: dict[str, list[Any]],
+    action: SentAction,
+    podcast: str,
+    episode: str,
+    received: datetime,
+    now: datetime,
+    devices: dict[str, Any],
+) -> None:
+    timestamp = action.timestamp or now
+    values = {
+        "device": devices[action.device].pk if action.device else None,
+        "podcast": podcast,
+        "podcast_key": feeds.feed_key_digest(podcast),
+        "episode": episode,
+        "action": action.action,
+        "timestamp": timestamp,
+        "received": received,
+        "guid": action.guid,
+        "started": action.started,
+        "position": action.position,
+        "total": action.total,
+        "identity": identity(
+            podcast=podcast,
+            episode=episode,
+            action=action.action,
+            timestamp=timestamp,
+            device=action.device,
+            guid=action.guid,
+            started=action.started,
+            position=action.position,
+            total=action.total,
+        ),
+    }
+    for name, value in values.items():
+        columns[name].append(value)
+
+
+def actions_delete_of_subscriptions(*, user_id: int, subscription_ids: Collection[int]) -> int:
+    """Delete the user's actions on the podcasts of these subscriptions, by any URL they have
+    had; returns how many."""
+    digests = subscription_feed_digests(subscription_ids=subscription_ids)
+    deleted, _ = EpisodeAction.objects.filter(user_id=user_id, podcast_key__in=digests).delete()
+    return deleted

@@ -1,0 +1,116 @@
+"""POST and GET /api/2/episodes/{user}.json: upload and download episode actions
+(docs/gpodder-api.md, "Episode actions")."""
+
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.params import bad_parameter, query_param
+from episodes import selectors, services
+from episodes.actions import actions_parsed
+from episodes.selectors import ActionShown
+from gpodder.feedurls import sanitized
+from gpodder.services import device_id_checked
+from gpodder.views import GpodderView, since_param
+
+# The timestamp a download answered, kept by the app's cookie jar (docs/gpodder-api.md,
+# "Episode actions: the timestamp of an upload").
+READ_UP_TO_COOKIE = "episodes_read_up_to"
+_COOKIE_PATH = "/api/2/episodes/"
+
+
+class EpisodeActionsView(GpodderView):
+    def get(self, request: Request, username: str) -> Response:
+        since = since_param(request, required=False)
+        podcast = query_param(request, "podcast")
+        if podcast is not None and (podcast := sanitized(podcast)) is None:
+            raise bad_parameter("podcast", "must be a feed URL")
+        device = query_param(request, "device")
+        if device is not None:
+            device_id_checked(device)
+        page = selectors.actions_page(
+            user=request.user,
+            since=since,
+            podcast=podcast,
+            device=device,
+            aggregated=_flag(request, "aggregated"),
+        )
+        response = Response(
+            {"actions": [action_body(a) for a in page.actions], "timestamp": page.timestamp}
+        )
+        _remember_read_up_to(response, request.user, page.timestamp)
+        return response
+
+    def post(self, request: Request, username: str) -> Response:
+        actions = actions_parsed(request.data, limit=settings.MAX_EPISODE_ACTIONS)
+        upload = services.actions_upload(user=request.user, actions=actions)
+        timestamp = upload.timestamp
+        read_up_to = _read_up_to(request)
+        if read_up_to is not None:
+            # AntennaPod keeps an upload's timestamp as its next `since`, in place of the one
+            # its download before was answered: answering a later one would skip what others
+            # uploaded in between, and the download's further pages.
+            timestamp = min(timestamp, read_up_to)
+        return Response({"timestamp": timestamp, "update_urls": upload.update_urls})
+
+
+def _flag(request: Request, name: str) -> bool:
+    value = query_param(request, name)
+    if value is None or value.lower() in ("false", "0"):
+        return False
+    if value.lower() in ("true", "1"):
+        return True
+    raise bad_parameter(name, "must be true or false")
+
+
+def _signer(user: Any) -> signing.Signer:
+    return signing.Signer(salt=f"episodes.read_up_to.{user.pk}")
+
+
+def _remember_read_up_to(response: Response, user: Any, timestamp: int) -> None:
+    response.set_cookie(
+        READ_UP_TO_COOKIE,
+        _signer(user).sign(str(timestamp)),
+        path=_COOKIE_PATH,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+
+
+def _read_up_to(request: Request) -> int | None:
+    """The timestamp this app's last download was answered, when its cookie came back."""
+    value = request.COOKIES.get(READ_UP_TO_COOKIE)
+    if value is None:
+        return None
+    try:
+        return int(_signer(request.user).unsign(value))
+    except (signing.BadSignature, ValueError):
+        return None
+
+
+def action_body(action: ActionShown) -> dict[str, Any]:
+    """An action as gpodder apps read it: UTC time without zone or fraction, the device and
+    guid when known, the play fields on play actions only, and never a null."""
+    t = action.timestamp
+    body: dict[str, Any] = {
+        "podcast": action.podcast,
+        "episode": action.episode,
+        "action": action.action,
+        # %-formatting keeps years before 1000 four digits wide, as mygpoclient parses them.
+        "timestamp": "%04d-%02d-%02dT%02d:%02d:%02d"  # noqa: UP031
+        % (t.year, t.month, t.day, t.hour, t.minute, t.second),
+    }
+    if action.device is not None:
+        body["device"] = action.device
+    if action.guid:
+        body["guid"] = action.guid
+    if action.action == "play":
+        for name in ("started", "position", "total"):
+            value = getattr(action, name)
+            if value is not None:
+                body[name] = value
+    return body

@@ -1,0 +1,213 @@
+"""Reading an upload's actions, and stamping their received second: pure functions."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from core.exceptions import InvalidInput
+from episodes.actions import actions_parsed, episode_sanitized, identity
+from episodes.received import ACTIONS_PER_SECOND, received_seconds
+
+PLAY = {"podcast": "https://a.example/feed", "episode": "https://a.example/1.mp3"}
+
+
+def parsed(*items, limit=100):
+    return actions_parsed(list(items), limit=limit)
+
+
+def refused(*items, limit=100):
+    with pytest.raises(InvalidInput) as caught:
+        parsed(*items, limit=limit)
+    return caught.value
+
+
+def test_an_antennapod_play_action_is_read_whole():
+    [action] = parsed(
+        {
+            **PLAY,
+            "guid": "urn:uuid:1",
+            "action": "play",
+            "timestamp": "2024-05-01T10:30:00",
+            "started": 0,
+            "position": 120,
+            "total": 3600,
+            "device": "pixel-7",
+        }
+    )
+    assert action.action == "play"
+    assert action.timestamp == datetime(2024, 5, 1, 10, 30, tzinfo=UTC)
+    assert (action.started, action.position, action.total) == (0, 120, 3600)
+    assert (action.device, action.guid) == ("pixel-7", "urn:uuid:1")
+
+
+@pytest.mark.parametrize(
+    ("sent", "utc"),
+    [
+        ("2024-05-01T10:30:00", datetime(2024, 5, 1, 10, 30, tzinfo=UTC)),
+        ("2024-05-01T10:30:00Z", datetime(2024, 5, 1, 10, 30, tzinfo=UTC)),
+        ("2024-05-01T12:30:00+02:00", datetime(2024, 5, 1, 10, 30, tzinfo=UTC)),
+        ("2024-05-01T10:30:00.250", datetime(2024, 5, 1, 10, 30, 0, 250000, tzinfo=UTC)),
+        ("2024-05-01", datetime(2024, 5, 1, tzinfo=UTC)),
+    ],
+)
+def test_timestamps_are_read_as_utc(sent, utc):
+    [action] = parsed({**PLAY, "action": "new", "timestamp": sent})
+    assert action.timestamp == utc
+
+
+def test_the_action_is_read_case_insensitively_and_absent_optionals_are_empty():
+    [action] = parsed({**PLAY, "action": "DOWNLOAD", "guid": "", "device": "", "timestamp": None})
+    assert (action.action, action.guid, action.device, action.timestamp) == (
+        "download",
+        "",
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("item", "field", "problem"),
+    [
+        ("not an object", "action", "must be a JSON object"),
+        ({**PLAY}, "action", "is required"),
+        ({**PLAY, "action": "listen"}, "action", "must be one of"),
+        ({**PLAY, "action": 1}, "action", "must be a string"),
+        ({"episode": "e", "action": "new"}, "podcast", "is required"),
+        ({"podcast": "p", "action": "new"}, "episode", "is required"),
+        ({**PLAY, "action": "play"}, "position", "is required for a play action"),
+        ({**PLAY, "action": "play", "position": -1}, "position", "must be from 0"),
+        ({**PLAY, "action": "play", "position": 2**31}, "position", "must be from 0"),
+        ({**PLAY, "action": "play", "position": "12"}, "position", "must be whole seconds"),
+        ({**PLAY, "action": "play", "position": 1.5}, "position", "must be whole seconds"),
+        ({**PLAY, "action": "play", "position": True}, "position", "must be whole seconds"),
+        ({**PLAY, "action": "play", "position": 1, "total": -5}, "total", "must be from 0"),
+        ({**PLAY, "action": "download", "position": 3}, "position", "is only for play"),
+        ({**PLAY, "action": "new", "started": 0}, "started", "is only for play"),
+        ({**PLAY, "action": "new", "timestamp": "yesterday"}, "timestamp", "ISO 8601"),
+        ({**PLAY, "action": "new", "timestamp": 1714559400}, "timestamp", "ISO 8601"),
+        ({**PLAY, "action": "new", "timestamp": "0001-01-01T00:00:00+01:00"}, "timestamp", ""),
+        ({**PLAY, "action": "new", "timestamp": "9999-12-31T23:59:59-01:00"}, "timestamp", ""),
+        ({**PLAY, "action": "new", "device": "my phone"}, "device", "ASCII letters"),
+        ({**PLAY, "action": "new", "device": "x" * 65}, "device", "ASCII letters"),
+        ({**PLAY, "action": "new", "guid": "a\x00b"}, "guid", "control or invalid"),
+        ({**PLAY, "action": "new", "guid": "\ud800"}, "guid", "control or invalid"),
+        ({**PLAY, "action": "new", "guid": "g" * 2049}, "guid", "longer than 2048"),
+        ({**PLAY, "action": "new", "guid": ["g"]}, "guid", "must be a string"),
+        ({"podcast": "p", "episode": "e\x7f", "action": "new"}, "episode", "control"),
+    ],
+)
+def test_a_malformed_action_is_refused_naming_its_index_and_field(item, field, problem):
+    error = refused({**PLAY, "action": "new"}, item)
+    assert error.message.startswith(f"Input could not be validated: action 1: {field} ")
+    assert problem in error.message
+    assert list(error.errors) == ["1"]
+    assert list(error.errors["1"]) == [field]
+
+
+def test_a_whole_float_is_whole_seconds():
+    [action] = parsed({**PLAY, "action": "play", "position": 30.0})
+    assert action.position == 30
+
+
+@pytest.mark.parametrize("body", [{}, "[]", None, 5])
+def test_the_body_must_be_a_list(body):
+    with pytest.raises(InvalidInput, match="send a JSON list of episode actions"):
+        actions_parsed(body, limit=10)
+
+
+def test_more_actions_than_the_limit_are_refused_naming_it():
+    error = refused(*[{**PLAY, "action": "new"}] * 11, limit=10)
+    assert "too many episode actions, at most 10 per request" in error.message
+
+
+def test_unicode_urls_and_guids_are_kept():
+    [action] = parsed(
+        {
+            "podcast": "https://例え.jp/フィード",
+            "episode": "https://例え.jp/一.mp3",
+            "action": "new",
+        }
+    )
+    assert action.episode == "https://例え.jp/一.mp3"
+
+
+@pytest.mark.parametrize(
+    ("sent", "used"),
+    [
+        ("https://a.example/1.mp3", "https://a.example/1.mp3"),
+        ("  https://a.example/1.mp3\n", "https://a.example/1.mp3"),
+        ("feed://a.example/1.mp3", "http://a.example/1.mp3"),
+        ("ITPC://a.example/1.mp3", "http://a.example/1.mp3"),
+        # A guid, not a URL: nothing is added to it.
+        ("tag:example.org,2024:episode-1", "tag:example.org,2024:episode-1"),
+        ("https://a.example/my episode.mp3", "https://a.example/my episode.mp3"),
+        ("   ", None),
+    ],
+)
+def test_episode_urls_are_sanitised_without_making_a_guid_a_url(sent, used):
+    assert episode_sanitized(sent) == used
+
+
+def test_identity_tells_apart_every_field_and_ignores_the_timestamps_zone():
+    base = {
+        "podcast": "p",
+        "episode": "e",
+        "action": "play",
+        "timestamp": datetime(2024, 5, 1, 10, tzinfo=UTC),
+        "device": "d",
+        "guid": "g",
+        "started": 0,
+        "position": 5,
+        "total": 10,
+    }
+    same = identity(**{**base, "timestamp": base["timestamp"].astimezone()})
+    assert identity(**base) == same
+    changed = [
+        {"podcast": "p2"},
+        {"episode": "e2"},
+        {"action": "new", "started": None, "position": None, "total": None},
+        {"timestamp": datetime(2024, 5, 1, 10, 0, 1, tzinfo=UTC)},
+        {"device": None},
+        {"guid": ""},
+        {"started": 1},
+        {"position": 6},
+        {"total": None},
+    ]
+    digests = {identity(**{**base, **change}) for change in changed}
+    assert len(digests) == len(changed)
+    assert identity(**base) not in digests
+
+
+# --- The received second --------------------------------------------------------------------
+
+NOW = datetime(2024, 5, 1, 10, 0, 0, 700000, tzinfo=UTC)
+SECOND = NOW.replace(microsecond=0)
+
+
+def test_actions_take_the_current_second():
+    assert received_seconds(3, now=NOW, latest=None, used=0) == [SECOND] * 3
+
+
+def test_a_full_second_moves_on_to_the_next():
+    stamps = received_seconds(2 * ACTIONS_PER_SECOND + 1, now=NOW, latest=None, used=0)
+    assert stamps.count(SECOND) == ACTIONS_PER_SECOND
+    assert stamps.count(SECOND + timedelta(seconds=1)) == ACTIONS_PER_SECOND
+    assert stamps[-1] == SECOND + timedelta(seconds=2)
+    assert stamps == sorted(stamps)
+
+
+def test_the_latest_second_is_filled_before_the_next():
+    latest = SECOND + timedelta(seconds=3)  # an earlier upload ran ahead of the clock
+    stamps = received_seconds(3, now=NOW, latest=latest, used=ACTIONS_PER_SECOND - 1)
+    assert stamps == [latest, latest + timedelta(seconds=1), latest + timedelta(seconds=1)]
+
+
+def test_stamps_never_go_back_even_when_the_clock_does():
+    latest = SECOND + timedelta(seconds=10)
+    assert received_seconds(1, now=NOW, latest=latest, used=1) == [latest]
+
+
+def test_an_older_latest_second_does_not_count():
+    earlier = SECOND - timedelta(seconds=1)
+    stamps = received_seconds(2, now=NOW, latest=earlier, used=ACTIONS_PER_SECOND)
+    assert stamps == [SECOND, SECOND]
