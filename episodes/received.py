@@ -19,12 +19,10 @@ _TABLE = EpisodeAction._meta.db_table
 _RECEIVED = EpisodeAction._meta.get_field("received")
 
 
-def _latest_second(user_id: int, *, exclusive: bool) -> tuple[datetime | None, int]:
-    """Lock the user's episode actions (`exclusive`: against other uploads; else against
-    uploads only, until the transaction ends); return the latest received second, and how
-    many actions it holds."""
-    lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-    held = f"{lock}(%s, %s), " if connection.vendor == "postgresql" else ""
+def _latest_second(user_id: int, *, lock: str = "") -> tuple[datetime | None, int]:
+    """The user's latest received second, and how many actions it holds; `lock`, a PostgreSQL
+    advisory lock function, taken on the user's episode actions first, in the same query."""
+    held = f"{lock}(%s, %s), " if lock and connection.vendor == "postgresql" else ""
     params = [_EPISODE_WRITES, user_id] if held else []
     latest = f"(SELECT MAX(received) FROM {_TABLE} WHERE user_id = %s)"
     rows = sql.fetch(
@@ -38,14 +36,27 @@ def _latest_second(user_id: int, *, exclusive: bool) -> tuple[datetime | None, i
 
 def lock_episode_writes(user_id: int) -> tuple[datetime | None, int]:
     """Serialise the user's uploads (until the transaction ends); return the latest received
-    second and how many actions it holds, for received_seconds."""
-    return _latest_second(user_id, exclusive=True)
+    second and how many actions it holds, for received_seconds.
+
+    The lock is its own statement: a query that waits for the lock reads what was committed
+    when it began, so it would miss the actions of the upload it waited for, and stamp its own
+    before theirs. (SQLite serialises every transaction already.)
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_EPISODE_WRITES, user_id])
+    return _latest_second(user_id)
 
 
 def hold_episode_writes(user_id: int) -> datetime | None:
     """Wait until no upload of the user's is under way, and keep new ones waiting until the
-    current transaction ends; return the latest received second (None: no action yet)."""
-    return _latest_second(user_id, exclusive=False)[0]
+    current transaction ends; return the latest received second (None: no action yet).
+
+    In one query: having waited, it may return a second earlier than the upload it waited for
+    stamped, which only makes a download's timestamp earlier (its last second comes again);
+    the download's own query, which follows, sees that upload.
+    """
+    return _latest_second(user_id, lock="pg_advisory_xact_lock_shared")[0]
 
 
 def received_seconds(

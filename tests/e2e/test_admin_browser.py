@@ -22,6 +22,8 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from deletions.models import Deletion
+from episodes import services
+from episodes.actions import actions_parsed
 from tests.factories import UserFactory
 from tests.helpers import subscribe
 
@@ -127,3 +129,45 @@ def test_staff_find_a_subscription_and_rerun_its_failed_deletion(
     assert deletion.status == Deletion.Status.SUCCESS
     sub.refresh_from_db()
     assert sub.deleted is not None
+
+
+def test_staff_search_episode_actions_by_podcast_url_and_open_one(
+    live_server: Any, transactional_db: None, plain_http_cookies: None, browser: WebDriver
+) -> None:
+    UserFactory(username="staff", is_staff=True, is_superuser=True, with_password=PASSWORD)
+    alice: Any = UserFactory(username="alice")
+    upload = [
+        {
+            "podcast": "https://browser.example/podcast.xml",
+            "episode": "https://browser.example/one.mp3",
+            "action": "play",
+            "position": 1234,
+            "device": "phone",
+        },
+        {"podcast": "https://other.example/feed.xml", "episode": "e", "action": "new"},
+    ]
+    actions = services.actions_upload(user=alice, actions=actions_parsed(upload, limit=10))
+    assert actions.update_urls == []
+    wait = WebDriverWait(browser, 15)
+
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/")
+    browser.find_element(By.NAME, "username").send_keys("staff")
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit], button[type=submit]").click()
+    wait.until(expected_conditions.presence_of_element_located((By.ID, "user-tools")))
+
+    browser.get(f"{live_server.url}/admin/episodes/episodeaction/")
+    search = browser.find_element(By.ID, "searchbar")
+    search.send_keys("browser.example/podcast")
+    search.submit()
+    wait.until(expected_conditions.url_contains("q=browser.example"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+    assert len(rows) == 1, [row.text for row in rows]
+    rows[0].find_element(By.CSS_SELECTOR, "th a, td a").click()
+    wait.until(expected_conditions.url_contains("/change/"))
+    page = browser.find_element(By.ID, "content").text
+    assert "https://browser.example/one.mp3" in page
+    assert "1234" in page
+    assert "phone" in page
+    # Read-only: no save button.
+    assert not browser.find_elements(By.NAME, "_save")

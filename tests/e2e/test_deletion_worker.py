@@ -7,6 +7,9 @@ from django.db import connection, transaction
 
 from deletions import services
 from deletions.models import Deletion
+from episodes import services as episodes
+from episodes.actions import actions_parsed
+from episodes.models import EpisodeAction
 from tests.helpers import subscribe, wait_until
 
 FEED = "https://example.com/show/{}.xml"
@@ -145,3 +148,24 @@ def lock_waiters(conn: psycopg.Connection) -> int:
 def database_params():
     db = connection.settings_dict
     return {"host": db["HOST"], "port": db["PORT"], "user": db["USER"], "dbname": db["NAME"]}
+
+
+def test_a_worker_deletes_the_subscriptions_episode_actions_with_it(api, user, worker_factory):
+    gone = subscribe(user, FEED.format("gone"))
+    subscribe(user, FEED.format("kept"))
+    sent = [
+        {"podcast": FEED.format(name), "episode": f"https://cdn.example.com/{name}/{n}.mp3",
+         "action": "play", "position": n}
+        for name in ("gone", "kept") for n in range(50)
+    ]  # fmt: skip
+    episodes.actions_upload(user=user, actions=actions_parsed(sent, limit=100))
+    response = api.delete(f"/v1/subscriptions/{gone.guid}")
+    assert response.status_code == 202, response.content
+
+    worker = worker_factory()
+
+    deletion_id = response.json()["deletion_id"]
+    wait_until(lambda: deletion_status(api, deletion_id) == "SUCCESS", 60, worker.output)
+    left = set(EpisodeAction.objects.values_list("podcast", flat=True))
+    assert left == {FEED.format("kept")}
+    assert EpisodeAction.objects.count() == 50

@@ -4,6 +4,7 @@ The rest of the suite runs on PostgreSQL; the reads written out in SQL must answ
 SQLite, which stores UUIDs and timestamps as text.
 """
 
+import base64
 import http.client
 import json
 import os
@@ -60,12 +61,19 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str
 
 
 def call(
-    port: int, method: str, path: str, body: Any = None, token: str | None = None
+    port: int,
+    method: str,
+    path: str,
+    body: Any = None,
+    token: str | None = None,
+    basic: tuple[str, str] | None = None,
 ) -> tuple[int, Any]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    if basic:
+        headers["Authorization"] = "Basic " + base64.b64encode(":".join(basic).encode()).decode()
     try:
         conn.request(method, path, None if body is None else json.dumps(body), headers)
         response = conn.getresponse()
@@ -140,6 +148,25 @@ def test_the_embedded_default_serves_a_sync(service):
     status, page = call(port, "GET", "/v1/subscriptions", token=token)
     assert page["total"] == 6, page
 
+    # Episode actions through the gpodder API: the received-second lock and the insert that
+    # skips what is stored already, in their SQLite forms.
+    admin = ("admin", password)
+    actions = [
+        {"podcast": "https://example.com/0.xml", "episode": "https://example.com/0/1.mp3",
+         "action": "play", "position": 30, "device": "phone", "timestamp": "2024-05-01T10:00:00"},
+        {"podcast": "https://example.com/2.xml", "episode": "https://example.com/2/1.mp3",
+         "action": "download", "timestamp": "2024-05-01T10:30:00+02:00"},
+    ]  # fmt: skip
+    for _ in range(2):  # sent again: stored once
+        status, uploaded = call(port, "POST", "/api/2/episodes/admin.json", actions, basic=admin)
+        assert status == 200, uploaded
+    status, got = call(port, "GET", "/api/2/episodes/admin.json?since=0", basic=admin)
+    assert status == 200, got
+    assert [(a["episode"], a["timestamp"]) for a in got["actions"]][1:] == [
+        ("https://example.com/2/1.mp3", "2024-05-01T08:30:00")
+    ]
+    assert len(got["actions"]) == 2
+
     status, deletion = call(port, "DELETE", f"/v1/subscriptions/{new_guid}", token=token)
     assert status == 202, deletion
     deadline = time.monotonic() + 30
@@ -149,3 +176,6 @@ def test_the_embedded_default_serves_a_sync(service):
         assert time.monotonic() < deadline, state
         time.sleep(0.1)
     assert call(port, "GET", f"/v1/subscriptions/{first['guid']}", token=token)[0] == 410
+    # The deleted subscription's episode actions went with it.
+    status, got = call(port, "GET", "/api/2/episodes/admin.json?since=0", basic=admin)
+    assert [a["episode"] for a in got["actions"]] == ["https://example.com/2/1.mp3"]

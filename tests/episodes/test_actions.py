@@ -1,6 +1,7 @@
 """Reading an upload's actions, and stamping their received second: pure functions."""
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -149,7 +150,7 @@ def test_episode_urls_are_sanitised_without_making_a_guid_a_url(sent, used):
 
 
 def test_identity_tells_apart_every_field_and_ignores_the_timestamps_zone():
-    base = {
+    base: dict[str, Any] = {
         "podcast": "p",
         "episode": "e",
         "action": "play",
@@ -162,7 +163,7 @@ def test_identity_tells_apart_every_field_and_ignores_the_timestamps_zone():
     }
     same = identity(**{**base, "timestamp": base["timestamp"].astimezone()})
     assert identity(**base) == same
-    changed = [
+    changed: list[dict[str, Any]] = [
         {"podcast": "p2"},
         {"episode": "e2"},
         {"action": "new", "started": None, "position": None, "total": None},

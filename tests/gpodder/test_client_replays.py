@@ -4,8 +4,9 @@ Written from their sync code: AntennaPod's GpodnetService (OkHttp with a cookie 
 only to login.json, with an empty body labelled `plain/text; charset=utf-8`, then its cookie
 alone; JSON bodies as `application/json; charset=utf-8`; it reads `timestamp` and `update_urls`
 from uploads and keeps the upload's timestamp as its next `since`. Kasts (Qt) sends Basic on
-every request and no cookie, posts compact JSON that Qt labels
-`application/x-www-form-urlencoded`, and stores the answered timestamp plus 1.
+every request; this replay carries no cookie back (its Qt network manager keeps cookies only
+while it runs: as on each start of the app, the hardest case). It posts compact JSON that Qt
+labels `application/x-www-form-urlencoded`, and stores the answered timestamp plus 1.
 """
 
 from base64 import b64encode
@@ -93,7 +94,7 @@ class AntennaPod:
 
 
 class Kasts:
-    """Kasts' gpodder requests: Basic every time, no cookie jar, since = timestamp + 1."""
+    """Kasts' gpodder requests: Basic every time, no cookie back, since = timestamp + 1."""
 
     def __init__(self, base: str, username: str, device: str):
         self.base, self.username, self.device = base, username, device
@@ -105,7 +106,7 @@ class Kasts:
         headers = dict(self.headers)
         if body is not None:
             headers["Content-Type"] = "application/x-www-form-urlencoded"  # Qt's default
-        # A new connection and no cookies each time, as Kasts' requests carry none back.
+        # A new connection and no cookies each time: the most Basic authentications to answer.
         response = requests.request(
             method, f"{self.base}{path}", data=body, headers=headers, timeout=TIMEOUT
         )

@@ -1,0 +1,354 @@
+"""Episode actions with real client code against a live server: mygpoclient 1.10 unmodified,
+and replays of AntennaPod's and Kasts' episode sync written from their code.
+
+AntennaPod (SyncService.syncEpisodeActions, GpodnetService): one download since its last
+timestamp, then its queued actions uploaded 30 at a time, each with its `device` and `guid`; on
+its first sync a play action for every played episode. It keeps the last upload's timestamp
+(else the download's) as its next `since`. It parses times as `yyyy-MM-dd'T'HH:mm:ss` in UTC.
+
+Kasts (SyncJob, GPodder): Basic on every request, its Qt network manager keeping cookies while it
+runs; the first download with `aggregated=true`, then downloads again while the answered
+timestamp is more than 10 s old; uploads 30 at a time, compact JSON labelled as a form, times
+as Qt's ISO date with the Z cut off, `guid` and `device` always present (empty when unknown);
+stores every answered timestamp plus 1.
+"""
+
+import json
+import re
+import time
+from base64 import b64encode
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import requests
+from mygpoclient import api, util
+
+from episodes.models import EpisodeAction
+from episodes.received import ACTIONS_PER_SECOND
+from subscriptions import feeds
+from tests.gpodder.conftest import PASSWORD
+from tests.gpodder.test_client_replays import TIMEOUT
+from tests.gpodder.test_client_replays import AntennaPod as AntennaPodSubscriptions
+
+pytestmark = pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
+
+FEED = "https://feeds.example.com/show.xml"
+# How AntennaPod's SimpleDateFormat and Kasts' QDateTime::fromString read a timestamp.
+APP_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
+
+
+def episode(n: int) -> str:
+    return f"https://cdn.example.com/show/{n}.mp3"
+
+
+class AntennaPod(AntennaPodSubscriptions):
+    BATCH = 30
+
+    def __init__(self, base: str, username: str, device: str):
+        super().__init__(base, username, device)
+        self.last_episode_sync = 0
+        self.uploads = 0
+
+    def episode_sync(self, queued: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One round: returns the remote actions read, as EpisodeAction.readFromJsonObject
+        keeps them (it drops one missing podcast, episode or action)."""
+        response = self.http.get(
+            f"{self.base}/api/2/episodes/{self.username}.json",
+            params={"since": self.last_episode_sync},
+            timeout=TIMEOUT,
+        )
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        new_timestamp = int(answer["timestamp"])
+        remote = []
+        for action in answer["actions"]:
+            assert all(action[key] for key in ("podcast", "episode", "action")), action
+            assert APP_TIME.match(action["timestamp"]), action
+            remote.append(action)
+        for start in range(0, len(queued), self.BATCH):
+            batch = [{**a, "device": self.device} for a in queued[start : start + self.BATCH]]
+            posted = self.http.post(
+                f"{self.base}/api/2/episodes/{self.username}.json",
+                data=json.dumps(batch).encode(),
+                headers={"Content-Type": "application/json; charset=utf-8"},
+                timeout=TIMEOUT,
+            )
+            assert posted.status_code == 200, posted.text
+            self.uploads += 1
+            reply = posted.json()
+            new_timestamp = int(reply["timestamp"])  # it throws when a key is missing
+            assert isinstance(reply["update_urls"], list)
+        self.last_episode_sync = new_timestamp
+        return remote
+
+
+def antennapod_play(n: int, when: datetime, position: int = 1800) -> dict[str, Any]:
+    """EpisodeAction.writeToJsonObject of a play action."""
+    return {
+        "podcast": FEED,
+        "episode": episode(n),
+        "guid": f"urn:show:{n}",
+        "action": "play",
+        "timestamp": when.strftime("%Y-%m-%dT%H:%M:%S"),
+        "started": position,
+        "position": position,
+        "total": position,
+    }
+
+
+class Kasts:
+    def __init__(self, base: str, username: str, device: str):
+        self.base, self.username, self.device = base, username, device
+        token = b64encode(f"{username}:{PASSWORD}".encode()).decode()
+        self.http = requests.Session()  # QNetworkAccessManager's cookie jar, while it runs
+        self.http.headers["Authorization"] = f"Basic {token}"
+        self.episode_since = 0
+        self.downloads = 0
+
+    def store(self, timestamp: int) -> None:
+        if timestamp > 1:  # SyncJob::updateDBTimestamp
+            self.episode_since = timestamp + 1
+
+    def episode_sync(self, local: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        remote: list[dict[str, Any]] = []
+        while True:
+            since = self.episode_since
+            aggregated = "true" if since == 0 else "false"
+            response = self.http.get(
+                f"{self.base}/api/2/episodes/{self.username}.json"
+                f"?since={since}&aggregated={aggregated}",
+                timeout=TIMEOUT,
+            )
+            assert response.status_code == 200, response.text
+            self.downloads += 1
+            answer = response.json()
+            for action in answer["actions"]:
+                assert APP_TIME.match(action["timestamp"].split(".")[0]), action
+            remote += answer["actions"]
+            self.store(answer["timestamp"])
+            if answer["timestamp"] > time.time() - 10 or not answer["actions"]:
+                break
+        for start in range(0, len(local), 30):
+            batch = [
+                {
+                    "podcast": a["podcast"],
+                    "episode": a["episode"],
+                    "guid": a.get("guid", ""),
+                    "device": self.device,
+                    "action": a["action"],
+                    "timestamp": a["timestamp"],
+                    **{k: a[k] for k in ("started", "position", "total") if k in a},
+                }
+                for a in local[start : start + 30]
+            ]
+            posted = self.http.post(
+                f"{self.base}/api/2/episodes/{self.username}.json",
+                data=json.dumps(batch, separators=(",", ":")).encode(),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+                timeout=TIMEOUT,
+            )
+            assert posted.status_code == 200, posted.text
+            self.store(posted.json()["timestamp"])
+        return remote
+
+
+def kasts_play(n: int, when: datetime, position: int) -> dict[str, Any]:
+    # Qt::ISODate is "2024-05-01T10:30:00Z"; Kasts chops the Z.
+    return {
+        "podcast": FEED,
+        "episode": episode(n),
+        "guid": "",
+        "action": "play",
+        "timestamp": when.strftime("%Y-%m-%dT%H:%M:%SZ")[:-1],
+        "started": 0,
+        "position": position,
+        "total": 3600,
+    }
+
+
+# --- mygpoclient ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def client(live_server: Any, alice: Any) -> api.MygPodderClient:
+    return api.MygPodderClient("alice", PASSWORD, root_url=live_server.url)
+
+
+def test_mygpoclient_uploads_and_downloads_every_kind_of_action(client):
+    when = util.datetime_to_iso8601(datetime(2024, 5, 1, 10, 30))  # as gPodder writes it
+    actions = [
+        api.EpisodeAction(FEED, episode(1), "download", "laptop", when),
+        api.EpisodeAction(FEED, episode(1), "play", "laptop", when, 0, 120, 3600),
+        api.EpisodeAction(FEED, episode(2), "play", "laptop", when, None, 30, None),
+        api.EpisodeAction(FEED, episode(3), "delete", "laptop", when),
+        api.EpisodeAction(FEED, episode(4), "new", None, None),
+        api.EpisodeAction(FEED, episode(5), "flattr", "laptop", when),
+    ]
+
+    since = client.upload_episode_actions(actions)
+    assert isinstance(since, int)
+
+    # mygpoclient refuses the whole download over one action it cannot read: a timestamp
+    # outside its formats, or play fields on an action that is not a play.
+    changes = client.download_episode_actions(since=0)
+    got = [(a.episode, a.action, a.device, a.started, a.position, a.total) for a in changes.actions]
+    assert got == [
+        (episode(1), "download", "laptop", None, None, None),
+        (episode(1), "play", "laptop", 0, 120, 3600),
+        (episode(2), "play", "laptop", None, 30, None),
+        (episode(3), "delete", "laptop", None, None, None),
+        (episode(4), "new", None, None, None, None),
+        (episode(5), "flattr", "laptop", None, None, None),
+    ]
+    assert all(util.iso8601_to_datetime(a.timestamp) for a in changes.actions)
+    assert changes.actions[0].timestamp == "2024-05-01T10:30:00"
+
+    # The same batch again (gPodder retries after a timeout) is stored once; but the action
+    # sent without a time happened when it was received, which is another time now.
+    client.upload_episode_actions(actions)
+    assert EpisodeAction.objects.count() == 7
+
+
+def test_mygpoclient_filters_by_podcast_and_device_and_reads_on_from_since(client):
+    when = util.datetime_to_iso8601(datetime(2024, 5, 1, 10, 30))
+    client.upload_episode_actions(
+        [
+            api.EpisodeAction(FEED, episode(1), "download", "laptop", when),
+            api.EpisodeAction("https://other.example.com/feed", episode(2), "new", "phone", when),
+        ]
+    )
+    by_podcast = client.download_episode_actions(podcast="HTTPS://FEEDS.example.com/show.xml")
+    assert [a.episode for a in by_podcast.actions] == [episode(1)]
+    by_device = client.download_episode_actions(device_id="phone")
+    assert [a.episode for a in by_device.actions] == [episode(2)]
+
+    first = client.download_episode_actions(since=0)
+    client.upload_episode_actions(
+        [api.EpisodeAction(FEED, episode(3), "play", "laptop", when, 0, 9, 10)]
+    )
+    later = client.download_episode_actions(since=first.since)
+    assert episode(3) in [a.episode for a in later.actions]
+
+
+# --- AntennaPod -----------------------------------------------------------------------------------
+
+
+def test_antennapods_first_sync_uploads_every_played_episode_in_batches_of_30(live_server, alice):
+    phone = AntennaPod(live_server.url, "alice", "antennapod-phone")
+    phone.login()
+    played = [antennapod_play(n, datetime.now(UTC)) for n in range(95)]
+
+    assert phone.episode_sync(played) == []
+
+    assert phone.uploads == 4
+    assert EpisodeAction.objects.filter(device__device_id="antennapod-phone").count() == 95
+    kasts = Kasts(live_server.url, "alice", "kasts")
+    seen = kasts.episode_sync([])
+    assert sorted(a["episode"] for a in seen) == sorted(episode(n) for n in range(95))
+    assert {a["guid"] for a in seen} == {f"urn:show:{n}" for n in range(95)}
+    assert {a["device"] for a in seen} == {"antennapod-phone"}
+    # Nothing new: AntennaPod's next round reads nothing it has not seen but its own last
+    # second or two, and stores nothing.
+    again = phone.episode_sync([])
+    assert len(again) <= 95
+    assert EpisodeAction.objects.count() == 95
+
+
+def test_a_phone_offline_since_yesterday_reaches_a_device_that_pulled_since(live_server, alice):
+    laptop = AntennaPod(live_server.url, "alice", "laptop")
+    laptop.login()
+    phone = AntennaPod(live_server.url, "alice", "phone")
+    phone.login()
+    laptop.episode_sync([])  # the laptop pulls; the phone is offline
+
+    yesterday = datetime.now(UTC) - timedelta(days=1)
+    phone.episode_sync([antennapod_play(7, yesterday, position=1234)])
+
+    seen = laptop.episode_sync([])
+    assert [(a["episode"], a["position"]) for a in seen] == [(episode(7), 1234)]
+    assert seen[0]["timestamp"] == yesterday.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def test_antennapod_uploading_after_one_page_still_reads_the_other_pages(live_server, alice):
+    """Its first download is cut short at 1,000 actions; it then uploads its played episodes
+    and keeps that upload's timestamp. It must not skip the pages it has not read."""
+    start = (datetime.now(UTC) - timedelta(days=3)).replace(microsecond=0)
+    seconds = [s for s in range(5) for _ in range(ACTIONS_PER_SECOND)]  # gPodder's history
+    EpisodeAction.objects.bulk_create(
+        EpisodeAction(
+            user=alice,
+            podcast=FEED,
+            podcast_key=feeds.feed_key_digest(FEED),
+            episode=episode(1000 + i),
+            action="download",
+            timestamp=start,
+            received=start + timedelta(seconds=second),
+            identity=str(i),
+        )
+        for i, second in enumerate(seconds)
+    )
+    phone = AntennaPod(live_server.url, "alice", "phone")
+    phone.login()
+
+    seen = phone.episode_sync([antennapod_play(n, datetime.now(UTC)) for n in range(40)])
+    assert len(seen) == 1000
+    for _ in range(5):  # its next rounds, each one download
+        seen += phone.episode_sync([])
+
+    history = {episode(1000 + i) for i in range(len(seconds))}
+    assert history <= {a["episode"] for a in seen}
+
+
+# --- Kasts ---------------------------------------------------------------------------------------
+
+
+def test_kasts_first_sync_is_aggregated_and_later_rounds_see_the_phone(live_server, alice):
+    phone = AntennaPod(live_server.url, "alice", "phone")
+    phone.login()
+    now = datetime.now(UTC).replace(microsecond=0)
+    phone.episode_sync(
+        [
+            antennapod_play(1, now - timedelta(hours=2), position=100),
+            antennapod_play(1, now - timedelta(hours=1), position=900),
+            antennapod_play(2, now - timedelta(hours=1), position=50),
+        ]
+    )
+    kasts = Kasts(live_server.url, "alice", "kasts-laptop")
+
+    first = kasts.episode_sync([kasts_play(3, now, 42)])
+
+    # aggregated=true: only the latest action of each episode.
+    assert sorted((a["episode"], a["position"]) for a in first) == [
+        (episode(1), 900),
+        (episode(2), 50),
+    ]
+    stored = EpisodeAction.objects.get(episode=episode(3))
+    assert stored.device is not None
+    assert (stored.guid, stored.device.device_id, stored.timestamp) == ("", "kasts-laptop", now)
+
+    phone.episode_sync([antennapod_play(4, now, position=77)])
+    later = kasts.episode_sync([])
+    assert (episode(4), 77) in [(a["episode"], a.get("position")) for a in later]
+
+
+def test_kasts_reads_a_long_history_page_by_page_to_the_end(live_server, alice):
+    start = (datetime.now(UTC) - timedelta(days=3)).replace(microsecond=0)
+    seconds = [s for s in range(7) for _ in range(ACTIONS_PER_SECOND)]
+    EpisodeAction.objects.bulk_create(
+        EpisodeAction(
+            user=alice,
+            podcast=FEED,
+            podcast_key=feeds.feed_key_digest(FEED),
+            episode=episode(i),
+            action="download",
+            timestamp=start,
+            received=start + timedelta(seconds=second),
+            identity=str(i),
+        )
+        for i, second in enumerate(seconds)
+    )
+    kasts = Kasts(live_server.url, "alice", "kasts")
+    seen = kasts.episode_sync([])
+    assert {a["episode"] for a in seen} == {episode(i) for i in range(len(seconds))}
+    assert kasts.downloads in (4, 5)

@@ -1,0 +1,121 @@
+"""Uploads and downloads at once, on PostgreSQL with real threads: a download's timestamp, sent
+back as it is or plus one, misses no action, not even one committed while the download ran; and
+concurrent uploads never stamp more than ACTIONS_PER_SECOND actions with one second."""
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from episodes import services
+from episodes.models import EpisodeAction
+from episodes.received import ACTIONS_PER_SECOND
+from tests.gpodder.conftest import basic
+
+pytestmark = pytest.mark.usefixtures("transactional_db")
+
+EPISODES = "/api/2/episodes/alice.json"
+
+
+def client() -> APIClient:
+    app = APIClient()
+    app.credentials(HTTP_AUTHORIZATION=basic("alice"))
+    return app
+
+
+def action(device: str, n: int) -> dict[str, Any]:
+    return {
+        "podcast": "https://race.example.com/feed",
+        "episode": f"https://race.example.com/{device}/{n}.mp3",
+        "action": "play",
+        "position": n,
+        "device": device,
+    }
+
+
+def run(threads: list[threading.Thread], errors: list[BaseException]) -> None:
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+
+
+def test_downloaders_sending_back_t_or_t_plus_one_see_every_concurrent_upload(alice, monkeypatch):
+    # Each upload stays open a while after its actions are stamped: a download that ran
+    # meanwhile and answered a later timestamp would lose them for good.
+    answer_timestamp = services.sync_timestamp
+
+    def slow_commit(latest: Any) -> int:
+        time.sleep(2.5)  # longer than the clock skew the timestamp allows for
+        return answer_timestamp(latest)
+
+    monkeypatch.setattr(services, "sync_timestamp", slow_commit)
+    written: list[str] = []
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            app = client()
+            for n in range(3):
+                response = app.post(EPISODES, [action("writer", n)], format="json")
+                assert response.status_code == 200, response.content
+                written.append(action("writer", n)["episode"])
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            done.set()
+            connection.close()
+
+    seen: dict[int, set[str]] = {0: set(), 1: set()}
+
+    def downloader(plus: int) -> None:
+        try:
+            app = client()
+            since, finished = 0, False
+            while not finished:
+                finished = done.is_set()  # one more download after the writer is done
+                response = app.get(EPISODES, {"since": since})
+                assert response.status_code == 200, response.content
+                answer = response.json()
+                seen[plus].update(a["episode"] for a in answer["actions"])
+                since = answer["timestamp"] + plus
+                time.sleep(0.02)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=writer)]
+    threads += [threading.Thread(target=downloader, args=(plus,)) for plus in (0, 1)]
+    run(threads, errors)
+    assert len(written) == 3
+    assert seen[0] >= set(written)
+    assert seen[1] >= set(written)
+
+
+def test_concurrent_uploads_fill_each_second_at_most_to_its_limit(alice):
+    errors: list[BaseException] = []
+
+    def uploader(device: str) -> None:
+        try:
+            app = client()
+            for batch in range(3):
+                body = [action(device, batch * 400 + n) for n in range(400)]
+                response = app.post(EPISODES, body, format="json")
+                assert response.status_code == 200, response.content
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    run([threading.Thread(target=uploader, args=(f"d{i}",)) for i in range(4)], errors)
+
+    per_second = Counter(EpisodeAction.objects.values_list("received", flat=True))
+    assert sum(per_second.values()) == 4 * 3 * 400
+    assert max(per_second.values()) <= ACTIONS_PER_SECOND
