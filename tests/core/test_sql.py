@@ -88,3 +88,22 @@ def test_as_text_reads_a_uuid_as_its_canonical_string():
     query = f"SELECT {sql.AsText.sql('guid')} FROM {Subscription._meta.db_table} WHERE user_id = %s"
 
     assert sql.fetch(query, [user.pk], sql.Columns(sql.AsText(field))) == [(str(guid),)]
+
+
+def test_insert_ignoring_conflicts_leaves_out_rows_a_unique_constraint_refuses():
+    user: Any = UserFactory()
+    first, second = uuid.uuid4(), uuid.uuid4()
+    insert_subscriptions(user, [first], ["https://a.example/1"])
+
+    sql.insert(
+        Subscription,
+        {
+            "guid": [first, second, second],
+            "feed_url": ["https://x/1", "https://x/2", "https://x/3"],
+        },
+        same={"user": user.pk, "is_subscribed": True, "subscription_changed": AT, "created": AT},
+        ignore_conflicts=True,
+    )
+
+    stored = dict(Subscription.objects.filter(user=user).values_list("guid", "feed_url"))
+    assert stored == {first: "https://a.example/1", second: "https://x/2"}
