@@ -60,12 +60,15 @@ def actions_upload(*, user: Any, actions: Sequence[SentAction]) -> Upload:
         user=user, device_ids={a.device for a, _, _ in usable if a.device is not None}
     )
     now = clock.now()
+    columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+    for action, podcast, episode in usable:
+        _add_row(columns, action, podcast, episode, now, devices)
     with transaction.atomic():
         latest, used = lock_episode_writes(user.pk)
-        stamps = received_seconds(len(usable), now=now, latest=latest, used=used)
-        columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
-        for (action, podcast, episode), received in zip(usable, stamps, strict=True):
-            _add_row(columns, action, podcast, episode, received, now, devices)
+        # The clock read again after the lock: a download that held it answered a timestamp
+        # from its own clock, which a time read before waiting could be behind.
+        stamps = received_seconds(len(usable), now=clock.now(), latest=latest, used=used)
+        columns["received"] = stamps
         sql.insert(EpisodeAction, columns, same={"user": user.pk}, ignore_conflicts=True)
         timestamp = sync_timestamp(stamps[-1] if stamps else latest)
     return Upload(timestamp=timestamp, update_urls=sent.update_urls())
@@ -92,7 +95,6 @@ def _add_row(
     action: SentAction,
     podcast: str,
     episode: str,
-    received: datetime,
     now: datetime,
     devices: dict[str, Any],
 ) -> None:
@@ -104,7 +106,6 @@ def _add_row(
         "episode": episode,
         "action": action.action,
         "timestamp": timestamp,
-        "received": received,
         "guid": action.guid,
         "started": action.started,
         "position": action.position,
