@@ -14,7 +14,9 @@ class EpisodeActionAdmin(admin.ModelAdmin):
     list_filter = ["action"]
     search_fields = ["podcast", "episode", "=user__username"]
     list_select_related = ["user", "device"]
-    ordering = ["-received", "-id"]
+    # Newest first by id, which the primary key's index reads backwards: received has no index
+    # across users.
+    ordering = ["-id"]
     show_full_result_count = False
     fields = readonly_fields = (
         "user",
@@ -34,4 +36,7 @@ class EpisodeActionAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

@@ -30,8 +30,9 @@ class EpisodeAction(models.Model):
         related_name="episode_actions",
         db_index=False,
     )
+    # A device deleted by staff leaves its actions, without a device: they are the user's history.
     device = models.ForeignKey(
-        Device, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=False
+        Device, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_index=False
     )
     podcast = models.CharField(max_length=2048, help_text="The feed URL, as the app sent it.")
     # A digest, not the key: a long URL of multi-byte characters would not fit a btree entry.
@@ -49,7 +50,10 @@ class EpisodeAction(models.Model):
     position = models.PositiveIntegerField(null=True, blank=True)
     total = models.PositiveIntegerField(null=True, blank=True)
     # Apps send an action again when an answer is lost: the database keeps one of each.
-    identity = models.CharField(max_length=64, help_text="SHA-256 of everything the app sent.")
+    identity = models.CharField(
+        max_length=64,
+        help_text="SHA-256 of the action's fields as stored (URLs sanitised, the time filled in).",
+    )
 
     class Meta:
         constraints = [
@@ -71,7 +75,33 @@ class EpisodeAction(models.Model):
             models.Index(fields=["user", "received", "id"], name="episodeaction_received_idx"),
             # A download's podcast filter, and a subscription's deletion.
             models.Index(fields=["user", "podcast_key"], name="episodeaction_podcast_idx"),
+            # Deleting a device (or its user) finds its actions without reading every user's.
+            models.Index(
+                fields=["device"],
+                condition=Q(device__isnull=False),
+                name="episodeaction_device_idx",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.action} {self.episode}"
+
+
+class ReceivedClock(models.Model):
+    """The latest second a user's actions were stamped with, and how many it was given.
+
+    Kept apart from the actions: deleting actions (a subscription's) must not move it back, or
+    a later upload could be stamped before a timestamp a download has answered already.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="episode_received_clock",
+    )
+    second = models.DateTimeField()
+    used = models.PositiveIntegerField(help_text="How many actions were stamped with `second`.")
+
+    def __str__(self) -> str:
+        return f"{self.second} ({self.used})"

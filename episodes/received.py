@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 
 from core.db import sql
-from episodes.models import EpisodeAction
+from episodes.models import ReceivedClock
 
 # At most this many of a user's actions are stamped with one received second, so that an answer
 # of 1,000 always holds two whole seconds: an app that sends back the last second it was
@@ -15,37 +15,23 @@ from episodes.models import EpisodeAction
 ACTIONS_PER_SECOND = 500
 # The advisory lock's first key: this service's lock on one user's episode actions.
 _EPISODE_WRITES = 0x6F706165
-_TABLE = EpisodeAction._meta.db_table
-_RECEIVED = EpisodeAction._meta.get_field("received")
-
-
-def _latest_second(user_id: int, *, lock: str = "") -> tuple[datetime | None, int]:
-    """The user's latest received second, and how many actions it holds; `lock`, a PostgreSQL
-    advisory lock function, taken on the user's episode actions first, in the same query."""
-    held = f"{lock}(%s, %s), " if lock and connection.vendor == "postgresql" else ""
-    params = [_EPISODE_WRITES, user_id] if held else []
-    latest = f"(SELECT MAX(received) FROM {_TABLE} WHERE user_id = %s)"
-    rows = sql.fetch(
-        f"SELECT {held}{latest},"
-        f" (SELECT COUNT(*) FROM {_TABLE} WHERE user_id = %s AND received = {latest})",
-        [*params, user_id, user_id, user_id],
-        sql.Columns(*([None] if held else []), _RECEIVED, None),
-    )
-    return rows[0][-2], rows[0][-1]
+_CLOCK = ReceivedClock._meta.db_table
+_SECOND = ReceivedClock._meta.get_field("second")
 
 
 def lock_episode_writes(user_id: int) -> tuple[datetime | None, int]:
     """Serialise the user's uploads (until the transaction ends); return the latest received
-    second and how many actions it holds, for received_seconds.
+    second and how many actions it was given, for received_seconds.
 
     The lock is its own statement: a query that waits for the lock reads what was committed
-    when it began, so it would miss the actions of the upload it waited for, and stamp its own
-    before theirs. (SQLite serialises every transaction already.)
+    when it began, so it would miss the clock of the upload it waited for, and stamp its own
+    actions before theirs. (SQLite serialises every transaction already.)
     """
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_EPISODE_WRITES, user_id])
-    return _latest_second(user_id)
+    found = ReceivedClock.objects.filter(user_id=user_id).values_list("second", "used").first()
+    return found if found is not None else (None, 0)
 
 
 def hold_episode_writes(user_id: int) -> datetime | None:
@@ -56,7 +42,33 @@ def hold_episode_writes(user_id: int) -> datetime | None:
     stamped, which only makes a download's timestamp earlier (its last second comes again);
     the download's own query, which follows, sees that upload.
     """
-    return _latest_second(user_id, lock="pg_advisory_xact_lock_shared")[0]
+    held = "pg_advisory_xact_lock_shared(%s, %s), " if connection.vendor == "postgresql" else ""
+    params = [_EPISODE_WRITES, user_id] if held else []
+    rows = sql.fetch(
+        f"SELECT {held}(SELECT second FROM {_CLOCK} WHERE user_id = %s)",
+        [*params, user_id],
+        sql.Columns(*([None] if held else []), _SECOND),
+    )
+    return rows[0][-1]
+
+
+def record_received(
+    user_id: int, stamps: list[datetime], *, latest: datetime | None, used: int
+) -> datetime | None:
+    """Move the user's clock to the last of `stamps` (what lock_episode_writes returned was
+    `latest` and `used`); return the user's latest received second.
+
+    Stamps of actions left out as already stored count too: the clock only goes forward.
+    """
+    if not stamps:
+        return latest
+    second = stamps[-1]
+    count = stamps.count(second) + (used if second == latest else 0)
+    if latest is None:
+        ReceivedClock.objects.create(user_id=user_id, second=second, used=count)
+    else:
+        ReceivedClock.objects.filter(user_id=user_id).update(second=second, used=count)
+    return second
 
 
 def received_seconds(

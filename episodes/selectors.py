@@ -9,13 +9,15 @@ from django.db import transaction
 from django.db.models import Q
 
 from episodes.models import EpisodeAction
-from episodes.received import hold_episode_writes
+from episodes.received import ACTIONS_PER_SECOND, hold_episode_writes
 from gpodder.sync import sync_timestamp
 from subscriptions import feeds
 from subscriptions.selectors import feed_digests_alike
 
 # The most actions one answer holds; the rest come with the next `since`.
 PAGE_SIZE = 1000
+# A page cut short keeps at least one whole second besides the one it may start with.
+assert PAGE_SIZE >= 2 * ACTIONS_PER_SECOND
 
 
 class ActionShown(NamedTuple):
@@ -87,12 +89,14 @@ def actions_page(
             ActionShown(*row)
             for row in actions.order_by("received", "id").values_list(*_SHOWN)[: PAGE_SIZE + 1]
         ]
-    if len(rows) > PAGE_SIZE:
-        cut = rows[PAGE_SIZE].received  # this second may go on past the rows read
-        rows = [row for row in rows if row.received < cut]
-        timestamp = int(rows[-1].received.timestamp())
-    else:
-        timestamp = sync_timestamp(latest)
+        if len(rows) > PAGE_SIZE:
+            cut = rows[PAGE_SIZE].received  # this second may go on past the rows read
+            rows = [row for row in rows if row.received < cut]
+            timestamp = int(rows[-1].received.timestamp())
+        else:
+            # While the uploads are still held: the clock it reads must not run on past one
+            # that stamps its actions meanwhile.
+            timestamp = sync_timestamp(latest)
     if aggregated:
         rows = _latest_of_each_episode(rows)
     return Page(actions=rows, timestamp=timestamp)

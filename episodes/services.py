@@ -12,7 +12,7 @@ from core import clock
 from core.db import sql
 from episodes.actions import SentAction, episode_sanitized, identity
 from episodes.models import EpisodeAction
-from episodes.received import lock_episode_writes, received_seconds
+from episodes.received import lock_episode_writes, received_seconds, record_received
 from gpodder.feedurls import sanitized
 from gpodder.services import devices_touch
 from gpodder.sync import sync_timestamp
@@ -45,10 +45,16 @@ class _Sent:
         return [[sent, used] for sent, used in self.rewritten.items()]
 
 
-def actions_upload(*, user: Any, actions: Sequence[SentAction]) -> Upload:
+def actions_upload(
+    *, user: Any, actions: Sequence[SentAction], read_up_to: int | None = None
+) -> Upload:
     """Store the actions, each once however often it is sent, stamped with the second the
     service received it; an action whose podcast or episode URL cannot be used is reported and
-    left out. The same number of queries for 1 action as for 1,000."""
+    left out. The same number of queries for 1 action as for 1,000.
+
+    `read_up_to`: the timestamp the app's last download was answered, when known; the answer's
+    is never later.
+    """
     sent = _Sent()
     usable = []
     for action in actions:
@@ -70,7 +76,12 @@ def actions_upload(*, user: Any, actions: Sequence[SentAction]) -> Upload:
         stamps = received_seconds(len(usable), now=clock.now(), latest=latest, used=used)
         columns["received"] = stamps
         sql.insert(EpisodeAction, columns, same={"user": user.pk}, ignore_conflicts=True)
-        timestamp = sync_timestamp(stamps[-1] if stamps else latest)
+        timestamp = sync_timestamp(record_received(user.pk, stamps, latest=latest, used=used))
+    if read_up_to is not None:
+        # AntennaPod and Kasts keep an upload's timestamp as their next `since`, in place of
+        # the one their download before was answered: a later one would skip what others
+        # uploaded in between, and the download's further pages.
+        timestamp = min(timestamp, read_up_to)
     return Upload(timestamp=timestamp, update_urls=sent.update_urls())
 
 

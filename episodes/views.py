@@ -41,20 +41,17 @@ class EpisodeActionsView(GpodderView):
         response = Response(
             {"actions": [action_body(a) for a in page.actions], "timestamp": page.timestamp}
         )
-        _remember_read_up_to(response, request.user, page.timestamp)
+        if podcast is None and device is None:
+            # Only where the app's whole stream stands: a filtered download is a look aside.
+            _remember_read_up_to(response, request.user, page.timestamp)
         return response
 
     def post(self, request: Request, username: str) -> Response:
         actions = actions_parsed(request.data, limit=settings.MAX_EPISODE_ACTIONS)
-        upload = services.actions_upload(user=request.user, actions=actions)
-        timestamp = upload.timestamp
-        read_up_to = _read_up_to(request)
-        if read_up_to is not None:
-            # AntennaPod keeps an upload's timestamp as its next `since`, in place of the one
-            # its download before was answered: answering a later one would skip what others
-            # uploaded in between, and the download's further pages.
-            timestamp = min(timestamp, read_up_to)
-        return Response({"timestamp": timestamp, "update_urls": upload.update_urls})
+        upload = services.actions_upload(
+            user=request.user, actions=actions, read_up_to=_read_up_to(request)
+        )
+        return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
 
 
 def _flag(request: Request, name: str) -> bool:

@@ -112,7 +112,14 @@ def since_param(request: Request, *, required: bool = True) -> int:
     value = query_param(request, "since")
     if value is None and not required:
         return 0
-    if value is None or not value.isascii() or not value.isdigit() or int(value) > MAX_SINCE:
+    # The length first: int() refuses a string of over 4,300 digits with an error of its own.
+    if (
+        value is None
+        or not value.isascii()
+        or not value.isdigit()
+        or len(value) > len(str(MAX_SINCE))
+        or int(value) > MAX_SINCE
+    ):
         raise InvalidInput(
             "since must be whole seconds since the epoch (0 for everything)",
             errors={"since": ["Must be a non-negative integer."]},

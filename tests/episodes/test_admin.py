@@ -55,3 +55,9 @@ def test_staff_find_a_users_recent_actions_by_podcast_url(app, alice, bob):
     client.post(f"/admin/episodes/episodeaction/{action.pk}/change/", {"position": "1"})
     action.refresh_from_db()
     assert action.position == 42
+    assert client.get(f"/admin/episodes/episodeaction/{action.pk}/delete/").status_code == 403
+    client.post(
+        "/admin/episodes/episodeaction/",
+        {"action": "delete_selected", "_selected_action": [action.pk], "post": "yes"},
+    )
+    assert EpisodeAction.objects.filter(pk=action.pk).exists()

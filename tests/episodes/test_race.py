@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from episodes import services
+from episodes import selectors, services
 from episodes.models import EpisodeAction
 from episodes.received import ACTIONS_PER_SECOND
 from tests.gpodder.conftest import basic
@@ -45,16 +45,20 @@ def run(threads: list[threading.Thread], errors: list[BaseException]) -> None:
     assert not errors, errors
 
 
-def test_downloaders_sending_back_t_or_t_plus_one_see_every_concurrent_upload(alice, monkeypatch):
-    # Each upload stays open a while after its actions are stamped: a download that ran
-    # meanwhile and answered a later timestamp would lose them for good.
-    answer_timestamp = services.sync_timestamp
+@pytest.mark.parametrize("slow", [services, selectors], ids=["slow upload", "slow download"])
+def test_downloaders_sending_back_t_or_t_plus_one_see_every_concurrent_upload(
+    alice, monkeypatch, slow
+):
+    # One side stalls where it computes its timestamp: an upload that stays open after its
+    # actions are stamped, or a download whose clock runs on; a download that answered a later
+    # timestamp than an upload's actions would lose them for good.
+    answer_timestamp = slow.sync_timestamp
 
-    def slow_commit(latest: Any) -> int:
+    def stalled(latest: Any) -> int:
         time.sleep(2.5)  # longer than the clock skew the timestamp allows for
         return answer_timestamp(latest)
 
-    monkeypatch.setattr(services, "sync_timestamp", slow_commit)
+    monkeypatch.setattr(slow, "sync_timestamp", stalled)
     written: list[str] = []
     done = threading.Event()
     errors: list[BaseException] = []
