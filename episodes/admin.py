@@ -1,13 +1,13 @@
 """Staff view of the episode actions apps uploaded: read-only, newest first."""
 
 from django.contrib import admin
-from django.http import HttpRequest
 
+from core.admin import ReadOnlyAdmin
 from episodes.models import EpisodeAction
 
 
 @admin.register(EpisodeAction)
-class EpisodeActionAdmin(admin.ModelAdmin):
+class EpisodeActionAdmin(ReadOnlyAdmin):
     """Read-only: actions are what the apps said; searchable by podcast URL, episode and user."""
 
     list_display = ["received", "user", "device", "action", "podcast", "episode", "position"]
@@ -31,12 +31,3 @@ class EpisodeActionAdmin(admin.ModelAdmin):
         "position",
         "total",
     )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False

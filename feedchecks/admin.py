@@ -3,15 +3,15 @@
 from urllib.parse import urlencode
 
 from django.contrib import admin
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from core.admin import ReadOnlyAdmin
 from feedchecks.models import FeedCheck
 
 
 @admin.register(FeedCheck)
-class FeedCheckAdmin(admin.ModelAdmin):
+class FeedCheckAdmin(ReadOnlyAdmin):
     """Read-only: rows are written by the checks alone."""
 
     list_display = ["url", "checked", "result", "error", "guid", "new_url", "subscriptions"]
@@ -35,12 +35,3 @@ class FeedCheckAdmin(admin.ModelAdmin):
         """The subscriptions at or once at this URL, by the subscription admin's search."""
         url = reverse("admin:subscriptions_subscription_changelist")
         return format_html('<a href="{}?{}">Subscriptions</a>', url, urlencode({"q": check.url}))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False

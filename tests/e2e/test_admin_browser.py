@@ -69,6 +69,17 @@ def plain_http_cookies(settings: Any) -> None:
     settings.CSRF_COOKIE_SECURE = False
 
 
+def log_in(browser: WebDriver, base: str) -> None:
+    """As the staff account every test makes."""
+    browser.get(f"{base}/admin/login/?next=/admin/")
+    browser.find_element(By.NAME, "username").send_keys("staff")
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit], button[type=submit]").click()
+    WebDriverWait(browser, 15).until(
+        expected_conditions.presence_of_element_located((By.ID, "user-tools"))
+    )
+
+
 def test_staff_find_a_subscription_and_rerun_its_failed_deletion(
     live_server: Any, transactional_db: None, plain_http_cookies: None, browser: WebDriver
 ) -> None:
@@ -86,12 +97,7 @@ def test_staff_find_a_subscription_and_rerun_its_failed_deletion(
     )
     wait = WebDriverWait(browser, 15)
 
-    # Log in.
-    browser.get(f"{live_server.url}/admin/login/?next=/admin/")
-    browser.find_element(By.NAME, "username").send_keys("staff")
-    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit], button[type=submit]").click()
-    wait.until(expected_conditions.presence_of_element_located((By.ID, "user-tools")))
+    log_in(browser, live_server.url)
 
     # Find the subscription by searching for its feed URL, and open it.
     browser.get(f"{live_server.url}/admin/subscriptions/subscription/")
@@ -150,11 +156,7 @@ def test_staff_search_episode_actions_by_podcast_url_and_open_one(
     assert actions.update_urls == []
     wait = WebDriverWait(browser, 15)
 
-    browser.get(f"{live_server.url}/admin/login/?next=/admin/")
-    browser.find_element(By.NAME, "username").send_keys("staff")
-    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit], button[type=submit]").click()
-    wait.until(expected_conditions.presence_of_element_located((By.ID, "user-tools")))
+    log_in(browser, live_server.url)
 
     browser.get(f"{live_server.url}/admin/episodes/episodeaction/")
     search = browser.find_element(By.ID, "searchbar")

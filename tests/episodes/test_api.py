@@ -18,6 +18,7 @@ from episodes.selectors import PAGE_SIZE
 from gpodder.models import Device
 from subscriptions import feeds
 from subscriptions import services as subscriptions
+from tests.episodes.helpers import store_received
 from tests.gpodder.conftest import basic
 from tests.helpers import assert_error, subscribe
 
@@ -331,23 +332,6 @@ def test_device_keeps_that_devices_actions(app, alice):
     assert_error(app.get(EPISODES, {"device": "bad device"}), 400)
 
 
-def _stored(user: Any, seconds: list[int], start: datetime) -> None:
-    """Actions received in the given seconds after `start`, as uploads would have stamped them."""
-    EpisodeAction.objects.bulk_create(
-        EpisodeAction(
-            user=user,
-            podcast=FEED,
-            podcast_key=feeds.feed_key_digest(FEED),
-            episode=f"https://cdn.example.com/{i}.mp3",
-            action="download",
-            timestamp=start,
-            received=start + timedelta(seconds=second),
-            identity=str(i),
-        )
-        for i, second in enumerate(seconds)
-    )
-
-
 def _read_all(client: APIClient, plus: int) -> tuple[list[str], int]:
     """Page through as an app that sends back T + `plus`: every episode seen, and the calls."""
     seen: list[str] = []
@@ -369,7 +353,7 @@ def test_pages_hold_at_most_1000_whole_seconds_and_apps_read_on_without_loss(
     start = clock.now.replace(microsecond=0) - timedelta(hours=1)
     # Full seconds, as a first sync's batches stamp them, and some nearly empty ones.
     seconds = [s for s in range(7) for _ in range(ACTIONS_PER_SECOND)] + [7, 9, 9, 12]
-    _stored(alice, seconds, start)
+    store_received(alice, seconds, start)
 
     first = download(app, since=0)
     received = [start + timedelta(seconds=s) for s in seconds]
@@ -378,13 +362,13 @@ def test_pages_hold_at_most_1000_whole_seconds_and_apps_read_on_without_loss(
     assert first["timestamp"] == int(received[2 * ACTIONS_PER_SECOND - 1].timestamp())
 
     seen, calls = _read_all(app, plus)
-    assert set(seen) == {f"https://cdn.example.com/{i}.mp3" for i in range(len(seconds))}
+    assert set(seen) == {f"https://cdn.example.com/show/{i}.mp3" for i in range(len(seconds))}
     assert calls <= 10
 
 
 def test_a_page_is_cut_before_a_second_it_cannot_hold_whole(app, alice, clock):
     start = clock.now.replace(microsecond=0) - timedelta(hours=1)
-    _stored(alice, [0] * 300 + [1] * 400 + [2] * 400, start)
+    store_received(alice, [0] * 300 + [1] * 400 + [2] * 400, start)
 
     answer = download(app, since=0)
 
@@ -408,7 +392,7 @@ def test_an_incremental_download_reads_the_same_queries_whatever_the_history(
     app, alice, clock, django_assert_max_num_queries
 ):
     start = clock.now.replace(microsecond=0) - timedelta(days=30)
-    _stored(alice, list(range(0, 20_000)), start)
+    store_received(alice, list(range(0, 20_000)), start)
     app.get("/api/2/devices/alice.json")  # the session exists
     # Basic, the session, the lock with the latest second, the page, and the savepoint's two.
     with django_assert_max_num_queries(6):
@@ -427,7 +411,7 @@ def test_an_upload_after_a_cut_short_download_answers_where_the_download_stopped
     """AntennaPod keeps an upload's timestamp as its next since: after a first download cut
     short, a later timestamp would skip the pages it has not read."""
     start = clock.now.replace(microsecond=0) - timedelta(hours=1)
-    _stored(alice, [s for s in range(4) for _ in range(ACTIONS_PER_SECOND)], start)
+    store_received(alice, [s for s in range(4) for _ in range(ACTIONS_PER_SECOND)], start)
     phone = APIClient()  # AntennaPod: Basic once, then its cookies
     login = phone.post(
         "/api/2/auth/alice/login.json",
@@ -442,7 +426,7 @@ def test_an_upload_after_a_cut_short_download_answers_where_the_download_stopped
 
     assert answer["timestamp"] == page["timestamp"]
     seen = [a["episode"] for a in download(phone, since=answer["timestamp"])["actions"]]
-    assert "https://cdn.example.com/1000.mp3" in seen
+    assert "https://cdn.example.com/show/1000.mp3" in seen
     # An app whose cookie did not come back (Kasts) is answered the upload's own timestamp.
     kasts = APIClient()
     assert (
@@ -453,7 +437,7 @@ def test_an_upload_after_a_cut_short_download_answers_where_the_download_stopped
 
 def test_a_remembered_download_counts_only_for_its_own_user_and_signed(app, alice, bob, clock):
     start = clock.now.replace(microsecond=0) - timedelta(hours=1)
-    _stored(alice, [s for s in range(4) for _ in range(ACTIONS_PER_SECOND)], start)
+    store_received(alice, [s for s in range(4) for _ in range(ACTIONS_PER_SECOND)], start)
     alices_page = download(app, since=0)["timestamp"]
     cookie = app.cookies["episodes_read_up_to"]
     assert cookie["path"] == "/api/2/episodes/"

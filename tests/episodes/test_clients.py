@@ -26,7 +26,7 @@ from mygpoclient import api, util
 
 from episodes.models import EpisodeAction
 from episodes.received import ACTIONS_PER_SECOND
-from subscriptions import feeds
+from tests.episodes.helpers import store_received
 from tests.gpodder.conftest import PASSWORD
 from tests.gpodder.test_client_replays import TIMEOUT
 from tests.gpodder.test_client_replays import AntennaPod as AntennaPodSubscriptions
@@ -278,19 +278,7 @@ def test_antennapod_uploading_after_one_page_still_reads_the_other_pages(live_se
     and keeps that upload's timestamp. It must not skip the pages it has not read."""
     start = (datetime.now(UTC) - timedelta(days=3)).replace(microsecond=0)
     seconds = [s for s in range(5) for _ in range(ACTIONS_PER_SECOND)]  # gPodder's history
-    EpisodeAction.objects.bulk_create(
-        EpisodeAction(
-            user=alice,
-            podcast=FEED,
-            podcast_key=feeds.feed_key_digest(FEED),
-            episode=episode(1000 + i),
-            action="download",
-            timestamp=start,
-            received=start + timedelta(seconds=second),
-            identity=str(i),
-        )
-        for i, second in enumerate(seconds)
-    )
+    store_received(alice, seconds, start, first=1000)
     phone = AntennaPod(live_server.url, "alice", "phone")
     phone.login()
 
@@ -338,19 +326,7 @@ def test_kasts_first_sync_is_aggregated_and_later_rounds_see_the_phone(live_serv
 def test_kasts_reads_a_long_history_page_by_page_to_the_end(live_server, alice):
     start = (datetime.now(UTC) - timedelta(days=3)).replace(microsecond=0)
     seconds = [s for s in range(7) for _ in range(ACTIONS_PER_SECOND)]
-    EpisodeAction.objects.bulk_create(
-        EpisodeAction(
-            user=alice,
-            podcast=FEED,
-            podcast_key=feeds.feed_key_digest(FEED),
-            episode=episode(i),
-            action="download",
-            timestamp=start,
-            received=start + timedelta(seconds=second),
-            identity=str(i),
-        )
-        for i, second in enumerate(seconds)
-    )
+    store_received(alice, seconds, start)
     kasts = Kasts(live_server.url, "alice", "kasts")
     seen = kasts.episode_sync([])
     assert {a["episode"] for a in seen} == {episode(i) for i in range(len(seconds))}
