@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
+from base64 import b64encode
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -235,6 +236,35 @@ class Client:
         return response.status, json.loads(payload) if payload else None, elapsed
 
 
+class GpodderSession:
+    """One app's kept-alive connection to the gpodder API: Basic on its first request (or on a
+    request with `auth`), then the session cookie the answer set."""
+
+    def __init__(self, port: int, username: str, password: str):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.basic = "Basic " + b64encode(f"{username}:{password}".encode()).decode()
+        self.cookie = ""
+
+    def call(
+        self, method: str, path: str, body: Any = None, auth: bool = False
+    ) -> tuple[Any, float]:
+        headers = {"Content-Type": "application/json"}
+        sent = {"Authorization": self.basic} if auth or not self.cookie else {"Cookie": self.cookie}
+        headers.update(sent)
+        data = None if body is None else json.dumps(body)
+        start = time.perf_counter()
+        self.conn.request(method, path, body=data, headers=headers)
+        response = self.conn.getresponse()
+        payload = response.read()
+        elapsed = time.perf_counter() - start
+        if response.status != 200:
+            raise RuntimeError(f"{method} {path} answered {response.status}: {payload[:300]!r}")
+        for set_cookie in response.headers.get_all("Set-Cookie") or []:
+            if set_cookie.startswith("sessionid="):
+                self.cookie = set_cookie.split(";")[0]
+        return json.loads(payload) if payload else None, elapsed
+
+
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -272,12 +302,14 @@ def main() -> None:
             f"{os.cpu_count()} cores\n",
             flush=True,
         )
-        app = Gunicorn("config.wsgi", env, logs / "app.log")
-        floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
-        with running(app, floor):
-            app.start()
-            floor.start()
-            bench_http(app, floor, env, logs)
+        # BENCH_ONLY=queries: only the in-process counts, a quick check of a change to them.
+        if os.environ.get("BENCH_ONLY") != "queries":
+            app = Gunicorn("config.wsgi", env, logs / "app.log")
+            floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
+            with running(app, floor):
+                app.start()
+                floor.start()
+                bench_http(app, floor, env, logs)
         bench_queries()
         bench_calls()
     print("\n| figure | measured | target |\n|---|---|---|")
@@ -450,36 +482,18 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
         profile(app, path, token)
     bench_deletions(app, env, logs)
     bench_gpodder(app)
+    bench_episodes(app)
 
 
 def bench_gpodder(app: Gunicorn) -> None:
     """An app's first sync and its incremental pulls on the gpodder API, as AntennaPod and Kasts
     make them: Basic, then the session cookie (or Basic on every request)."""
-    from base64 import b64encode
-
     from tests.factories import UserFactory
 
     user: Any = UserFactory(with_password="bench-password")
     name = user.username
-    basic = "Basic " + b64encode(f"{name}:bench-password".encode()).decode()
-    conn = http.client.HTTPConnection("127.0.0.1", app.port, timeout=60)
-    cookie = ""
-
-    def call(method: str, path: str, body: Any = None, auth: bool = False) -> tuple[Any, float]:
-        nonlocal cookie
-        headers = {"Content-Type": "application/json"}
-        headers.update({"Authorization": basic} if auth or not cookie else {"Cookie": cookie})
-        start = time.perf_counter()
-        conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
-        response = conn.getresponse()
-        payload = response.read()
-        elapsed = time.perf_counter() - start
-        if response.status != 200:
-            raise RuntimeError(f"{method} {path} answered {response.status}: {payload[:300]!r}")
-        for set_cookie in response.headers.get_all("Set-Cookie") or []:
-            if set_cookie.startswith("sessionid="):
-                cookie = set_cookie.split(";")[0]
-        return json.loads(payload) if payload else None, elapsed
+    session = GpodderSession(app.port, name, "bench-password")
+    call = session.call
 
     print("gpodder API")
     call("POST", f"/api/2/auth/{name}/login.json", auth=True)
@@ -502,7 +516,7 @@ def bench_gpodder(app: Gunicorn) -> None:
     since = call("GET", f"{device}?since={changes['timestamp']}")[0]["timestamp"]
     incremental = [call("GET", f"{device}?since={since}")[1] for _ in range(200)]
     row("gpodder incremental pull, cookie", f"p50 {percentile(incremental, 0.5) * 1000:.2f} ms")
-    conn.close()
+    session.conn.close()
     path = f"{device}?since={since}"
 
     def pulled(*headers: str) -> Load:
@@ -511,11 +525,11 @@ def bench_gpodder(app: Gunicorn) -> None:
             raise RuntimeError(f"{load.errors} pulls failed with {headers}")
         return load
 
-    by_cookie = pulled(f"Cookie: {cookie}")
+    by_cookie = pulled(f"Cookie: {session.cookie}")
     # Kasts: Basic on every request, with the cookie its Qt cookie jar keeps.
-    by_basic = pulled(f"Authorization: {basic}", f"Cookie: {cookie}")
+    by_basic = pulled(f"Authorization: {session.basic}", f"Cookie: {session.cookie}")
     # A client that keeps no cookie: every request logs in anew (a session written each time).
-    cookieless = pulled(f"Authorization: {basic}")
+    cookieless = pulled(f"Authorization: {session.basic}")
     row(
         "gpodder incremental pull at one connection: cookie, Basic every time, Basic and no cookie",
         f"p50 {by_cookie.p50_ms:.2f}, {by_basic.p50_ms:.2f} and {cookieless.p50_ms:.2f} ms",
@@ -525,6 +539,200 @@ def bench_gpodder(app: Gunicorn) -> None:
         f"{by_basic.p50_ms / by_cookie.p50_ms:.2f}",
         "<= 1.5",
     )
+
+
+def play(podcast: int, episode: int, position: int = 61) -> dict[str, Any]:
+    """A play action as AntennaPod uploads it."""
+    return {
+        "podcast": f"https://episodes.example.com/{podcast}/feed.xml",
+        "episode": f"https://episodes.example.com/{podcast}/{episode}.mp3",
+        "action": "play",
+        "timestamp": "2024-05-01T10:30:00",
+        "started": 0,
+        "position": position,
+        "total": 3600,
+        "device": "phone",
+        "guid": f"episode-{podcast}-{episode}",
+    }
+
+
+def bench_episodes(app: Gunicorn) -> None:
+    """Episode actions on the gpodder API, as apps sync them on one kept-alive connection, one
+    request at a time, on the session cookie: a first sync's uploads, downloads from a long
+    history, and an app's incremental round; compared with GET one, timed the same way."""
+    from datetime import UTC, datetime, timedelta
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from core.db import sql
+    from episodes.models import EpisodeAction
+    from episodes.selectors import PAGE_SIZE, actions_page
+    from gpodder.services import devices_touch
+    from subscriptions import feeds, services
+    from tests.factories import UserFactory
+
+    def app_session() -> tuple[GpodderSession, str, Any]:
+        """A new user's app, logged in: its session, its episodes path, the user."""
+        user: Any = UserFactory(with_password="bench-password")
+        session = GpodderSession(app.port, user.username, "bench-password")
+        session.call("POST", f"/api/2/auth/{user.username}/login.json")
+        return session, f"/api/2/episodes/{user.username}.json", user
+
+    print("Episode actions")
+    reader: Any = UserFactory()
+    [sub] = services.subscription_add_many(
+        user=reader, entries=[services.AddEntry("https://episodes.example.com/one.xml")]
+    ).success
+    client = Client(app.port, token_for(reader))
+    get_one = [client.call("GET", f"/v1/subscriptions/{sub.guid}") for _ in range(300)]
+    if any(status != 200 for status, _, _ in get_one):
+        raise RuntimeError("GET one failed")
+    get_one_ms = percentile([elapsed for _, _, elapsed in get_one[100:]], 0.5) * 1000
+    row("GET /v1/subscriptions/{guid}, one request at a time", f"p50 {get_one_ms:.2f} ms")
+
+    # An app's first sync: 5,000 plays, in AntennaPod's batches of 30 and gPodder's of 100.
+    plays = [play(podcast, episode) for podcast in range(50) for episode in range(100)]
+    upload_ms = {}
+    for batch in (30, 100):
+        session, path, user = app_session()
+        took = [session.call("POST", path, plays[i : i + batch])[1] for i in range(0, 5000, batch)]
+        stored = EpisodeAction.objects.filter(user=user).count()
+        if stored != 5000:
+            raise RuntimeError(f"the uploads of {batch} stored {stored} actions")
+        upload_ms[batch] = percentile(took, 0.5) * 1000
+        row(
+            f"episode first sync: 5,000 plays in uploads of {batch}",
+            f"{len(took) / sum(took):.0f} req/s ({5000 / sum(took):,.0f} actions/s), "
+            f"p50 {upload_ms[batch]:.2f} ms",
+        )
+    row("episode upload of 30 vs GET one: p50 ratio", f"{upload_ms[30] / get_one_ms:.1f}", "<= 5")
+
+    # Histories inserted directly: 10 actions a second (an upload each), spread over 30 days.
+    podcasts = [f"https://episodes.example.com/{n}/feed.xml" for n in range(100)]
+    keys = [feeds.feed_key_digest(url) for url in podcasts]
+
+    def with_history(count: int) -> tuple[GpodderSession, str, Any, int]:
+        """A user with `count` actions; also the second of the last 10."""
+        session, path, user = app_session()
+        device = devices_touch(user=user, device_ids={"phone"})["phone"].pk
+        last = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
+        step = timedelta(days=30) / (count // 10)
+        for start in range(0, count, 10_000):
+            ns = range(start, min(count, start + 10_000))
+            received = [(last - (count - 1 - n) // 10 * step).replace(microsecond=0) for n in ns]
+            columns: dict[str, list[Any]] = {
+                "device": [device] * len(ns),
+                "podcast": [podcasts[n % 100] for n in ns],
+                "podcast_key": [keys[n % 100] for n in ns],
+                "episode": [f"https://episodes.example.com/{n % 100}/{n}.mp3" for n in ns],
+                "action": ["play"] * len(ns),
+                "timestamp": [second - timedelta(minutes=5) for second in received],
+                "received": received,
+                "guid": [f"episode-{n}" for n in ns],
+                "started": [0] * len(ns),
+                "position": [n % 3600 for n in ns],
+                "total": [3600] * len(ns),
+                "identity": [f"bench-{n}" for n in ns],
+            }
+            sql.insert(EpisodeAction, columns, same={"user": user.pk})
+        return session, path, user, int(last.timestamp())
+
+    small, small_path, _, small_last = with_history(1_000)
+    big, big_path, big_user, big_last = with_history(100_000)
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM ANALYZE {EpisodeAction._meta.db_table}")  # as autovacuum would
+    for conn in (small.conn, big.conn):
+        conn.close()  # idle past gunicorn's keep-alive: the next request connects anew
+
+    def pages() -> tuple[float, int, set[str]]:
+        """A download since=0 in pages, the answered timestamp the next since, until the last
+        page or 5: its time, pages and the episodes read."""
+        since = 0
+        answers: list[tuple[Any, float]] = []
+        while len(answers) < 5 and (not answers or len(answers[-1][0]["actions"]) == PAGE_SIZE):
+            answers.append(big.call("GET", f"{big_path}?since={since}"))
+            since = answers[-1][0]["timestamp"]
+        read = {action["episode"] for answer, _ in answers for action in answer["actions"]}
+        return sum(took for _, took in answers), len(answers), read
+
+    downloads = [pages() for _ in range(5)]
+    total_ms = percentile([elapsed for elapsed, _, _ in downloads], 0.5) * 1000
+    _, read_pages, read = downloads[0]
+    row(
+        "episode download since=0 of 100,000, in pages",
+        f"p50 {total_ms:.0f} ms for {read_pages} pages, {len(read):,} actions "
+        f"({total_ms / read_pages:.1f} ms a page; each page's last second is read again)",
+    )
+
+    # The two in turn on one connection: one worker (the kernel hashes each connection to one)
+    # and the same moments of the host's load.
+    small.conn.close()  # idle for a while: the next request connects anew
+    big.conn.close()
+    big.conn = small.conn
+    times: dict[str, list[float]] = {small_path: [], big_path: []}
+    for _ in range(200):
+        for session, path, last in ((small, small_path, small_last), (big, big_path, big_last)):
+            answer, elapsed = session.call("GET", f"{path}?since={last - 1}")
+            if len(answer["actions"]) != 10:
+                raise RuntimeError(f"a download since {last - 1} did not answer 10 actions")
+            times[path].append(elapsed)
+    small_ms, big_ms = (percentile(times[path][20:], 0.5) * 1000 for path in (small_path, big_path))
+    row(
+        "episode download of the last 10, of 1,000 and of 100,000",
+        f"p50 {small_ms:.2f} and {big_ms:.2f} ms",
+    )
+    row(
+        "episode download of the last 10: 100,000 vs 1,000, p50 ratio",
+        f"{big_ms / small_ms:.2f}",
+        "flat (about 1)",
+    )
+
+    # The plan of that download's page query, as it runs.
+    with CaptureQueriesContext(connection) as captured:
+        actions_page(user=big_user, since=big_last - 1)
+    [page_query] = [q["sql"] for q in captured.captured_queries if "ORDER BY" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {page_query}")
+        plan = [line for (line,) in cursor.fetchall()]
+    print("  plan of the download of the last 10 of 100,000 (EXPLAIN (ANALYZE, BUFFERS)):")
+    for line in plan:
+        print(f"    {line}")
+    buffers = next((line.strip() for line in plan if "Buffers:" in line), "no buffers line")
+    uses = "episodeaction_received_idx" in "\n".join(plan)
+    row(
+        "episode download of the last 10 of 100,000: plan",
+        f"{'uses' if uses else 'DOES NOT USE'} episodeaction_received_idx; {buffers}",
+    )
+
+    # An app's incremental round, a while after the last: pull subscription changes, upload a
+    # play, pull episode actions, each since what the round before was answered.
+    subscriptions = f"/api/2/subscriptions/{big_user.username}/phone.json"
+    big.call("POST", subscriptions, {"add": podcasts, "remove": []})
+    subscriptions_since = big.call("GET", f"{subscriptions}?since=0")[0]["timestamp"]
+    actions_since = big.call("GET", f"{big_path}?since={big_last}")[0]["timestamp"]
+    rounds, pulled = [], []
+    for n in range(20):
+        # Past the timestamp answered (a second before, less the clocks' skew), so each pull
+        # holds this round's upload and the one before, not every round's.
+        time.sleep(2)
+        changes, pull_took = big.call("GET", f"{subscriptions}?since={subscriptions_since}")
+        upload_took = big.call("POST", big_path, [play(0, 0, position=n)])[1]
+        answer, download_took = big.call("GET", f"{big_path}?since={actions_since}")
+        subscriptions_since, actions_since = changes["timestamp"], answer["timestamp"]
+        rounds.append(
+            (pull_took + upload_took + download_took, pull_took, upload_took, download_took)
+        )
+        pulled.append(len(answer["actions"]))
+    each = [percentile([r[i] for r in rounds], 0.5) * 1000 for i in range(4)]
+    row(
+        "episode incremental round: pull subscriptions, upload a play, pull actions",
+        f"p50 {each[0]:.2f} ms ({each[1]:.2f} + {each[2]:.2f} + {each[3]:.2f}; "
+        f"{min(pulled)} to {max(pulled)} actions pulled)",
+    )
+    row("episode incremental round vs GET one: p50 ratio", f"{each[0] / get_one_ms:.1f}", "<= 3")
+    for conn in (big.conn, client.conn):
+        conn.close()
 
 
 def profile(app: Gunicorn, path: str, token: str) -> None:
@@ -672,11 +880,9 @@ def bench_calls() -> None:
         row(f"Python calls: {name}", f"{min(calls(url) for _ in range(5)):,}")
 
 
-def bench_gpodder_queries() -> None:
-    """SQL queries of the gpodder API's sync requests, on the session cookie: the same for 10 URLs
-    as for 1,000, and for one device as for twenty."""
-    from base64 import b64encode
-
+def gpodder_query_counter() -> tuple[str, Callable[..., int]]:
+    """A new user's gpodder app in-process, logged in (the session cookie): the username, and a
+    function that makes a request and answers how many SQL queries it made."""
     from django.db import connection
     from django.test import Client as DjangoClient
     from django.test.utils import CaptureQueriesContext
@@ -684,11 +890,9 @@ def bench_gpodder_queries() -> None:
     from tests.factories import UserFactory
 
     user: Any = UserFactory(with_password="bench-password")
-    name = user.username
     client = DjangoClient()
-    basic = "Basic " + b64encode(f"{name}:bench-password".encode()).decode()
-    client.post(f"/api/2/auth/{name}/login.json", HTTP_AUTHORIZATION=basic)  # the cookie
-    counter = iter(range(10**9))
+    basic = "Basic " + b64encode(f"{user.username}:bench-password".encode()).decode()
+    client.post(f"/api/2/auth/{user.username}/login.json", HTTP_AUTHORIZATION=basic)
 
     def queries(method: str, path: str, body: Any = None) -> int:
         with CaptureQueriesContext(connection) as captured:
@@ -697,6 +901,15 @@ def bench_gpodder_queries() -> None:
             )
         assert response.status_code == 200, (path, response.status_code, response.content[:300])
         return len(captured.captured_queries)
+
+    return user.username, queries
+
+
+def bench_gpodder_queries() -> None:
+    """SQL queries of the gpodder API's sync requests, on the session cookie: the same for 10 URLs
+    as for 1,000, and for one device as for twenty."""
+    name, queries = gpodder_query_counter()
+    counter = iter(range(10**9))
 
     def upload(n: int) -> int:
         batch = next(counter)
@@ -727,6 +940,32 @@ def bench_gpodder_queries() -> None:
     row(
         "queries: gpodder pull since=0, by subscriptions",
         f"{before} at 1,010, {after} at 2,010: {verdict}",
+        "constant",
+    )
+
+
+def bench_episodes_queries() -> None:
+    """SQL queries of episode action uploads and downloads, on the session cookie: the same for
+    1 action as for 1,000."""
+
+    name, queries = gpodder_query_counter()
+    path = f"/api/2/episodes/{name}.json"
+    counter = iter(range(10**9))
+
+    def upload(n: int) -> int:
+        batch = next(counter)
+        return queries("post", path, [play(batch, episode) for episode in range(n)])
+
+    upload(1)  # the device's first upload creates it
+    download_one = queries("get", f"{path}?since=0")
+    few, many = upload(1), upload(1000)
+    verdict = "constant" if few == many else "GROWS"
+    row("queries: episode upload", f"{few} at 1 action, {many} at 1,000: {verdict}", "constant")
+    download_page = queries("get", f"{path}?since=0")
+    verdict = "constant" if download_one == download_page else "GROWS"
+    row(
+        "queries: episode download since=0",
+        f"{download_one} at 1 action, {download_page} at a page of 1,000: {verdict}",
         "constant",
     )
 
@@ -802,6 +1041,7 @@ def bench_queries() -> None:
             f"queries: {name}", f"{few} at {small} {unit}, {many} at {large}: {verdict}", "constant"
         )
     bench_gpodder_queries()
+    bench_episodes_queries()
     guid = with_history(0)
     auth.forget_all()  # as a process that has not checked the user in AUTH_USER_CACHE_SECONDS
     with CaptureQueriesContext(connection) as cold:
