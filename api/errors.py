@@ -7,12 +7,13 @@ with `errors` naming the bad fields. Input that cannot be validated is a 405 (do
 
 import logging
 import math
+import sys
 from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, TooManyFieldsSent
-from django.db import OperationalError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
@@ -33,6 +34,7 @@ MESSAGES = {
     410: "Subscription has been deleted",
     415: "Unsupported media type: send application/json",
     500: "Internal server error",
+    503: "Service unavailable: the database cannot be reached",
 }
 
 DOMAIN_STATUS: dict[type[domain.DomainError], int] = {
@@ -71,7 +73,17 @@ def permission_denied(request: HttpRequest, exception: Exception) -> HttpRespons
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """Django's handler500: an error that escaped DRF still answers with the error object."""
+    """Django's handler500: an error that escaped DRF (a session saved by a middleware, a page
+    of the admin) still answers with the error object, and a database away with a 503."""
+    unavailable = database_unavailable(sys.exc_info()[1])
+    if unavailable is not None:
+        response: HttpResponse = (
+            error_response(503, unavailable)
+            if _is_api(request)
+            else HttpResponse(unavailable, status=503, content_type="text/plain; charset=utf-8")
+        )
+        response["Retry-After"] = str(settings.DATABASE_RETRY_AFTER)
+        return response
     return error_response(500) if _is_api(request) else defaults.server_error(request)
 
 
@@ -84,6 +96,28 @@ def _is_conflict(exc: Exception) -> bool:
     return isinstance(exc, OperationalError) and (
         getattr(exc.__cause__, "sqlstate", None) in _CONFLICTS
     )
+
+
+# SQLSTATEs of a database that is there but cannot serve this request now.
+_UNAVAILABLE = {
+    "57014": "Service unavailable: the database did not answer in time",  # statement timeout
+    "53300": "Service unavailable: the database has no free connection",  # too many clients
+    "57P03": "Service unavailable: the database is starting up or shutting down",
+    "57P01": "Service unavailable: the database is shutting down",
+}
+
+
+def database_unavailable(exc: BaseException | None) -> str | None:
+    """The 503 message for an error that says the database cannot serve now (away, refusing
+    connections, shutting down, too slow), or None for any other error.
+
+    Not a conflict: a write that lost to a concurrent one is a 409. Clients, proxies and load
+    balancers retry a 503, where they take a 500 for a bug in the server.
+    """
+    if not isinstance(exc, OperationalError | InterfaceError) or _is_conflict(exc):
+        return None
+    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    return _UNAVAILABLE.get(sqlstate or "", MESSAGES[503])
 
 
 def unsupported_media_type_message(parsers: Iterable[Any]) -> str | None:
@@ -150,6 +184,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         message = f"{MESSAGES[405]}: too many parameters, at most {limit}"
     elif _is_conflict(exc):
         status = 409
+    elif (unavailable := database_unavailable(exc)) is not None:
+        logger.warning("Database unavailable: %s", exc)
+        status, message = 503, unavailable
+        headers["Retry-After"] = str(settings.DATABASE_RETRY_AFTER)
     elif isinstance(exc, drf.MethodNotAllowed):
         status = 405
         method = context["request"].method if context.get("request") else "this method"

@@ -11,14 +11,16 @@ _DESCRIPTIONS = {
     409: "Lost to a concurrent request; nothing was changed: send it again",
     413: "Request body too large (limit: 1 MiB)",
     429: "Rate limit exceeded; see Retry-After",
+    503: "The database cannot serve now (away, out of connections, too slow); see Retry-After",
 }
 
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
-    """Error responses for an operation; 401, 413, 415 and 429 can come from any of them."""
+    """Error responses for an operation; 401, 413, 415 and 429 can come from any of them, and
+    every one answers 503 while the database cannot serve."""
     return {
         status: OpenApiResponse(ErrorSerializer, description=_DESCRIPTIONS[status])
-        for status in sorted(set(statuses))
+        for status in sorted({*statuses, 503})
     }
 
 

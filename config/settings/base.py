@@ -148,6 +148,8 @@ MAX_OPML_ENTRIES = env.int("MAX_OPML_ENTRIES", default=5000)
 # The most episode actions one upload may hold (an app's first sync sends one per played episode).
 MAX_EPISODE_ACTIONS = env.int("MAX_EPISODE_ACTIONS", default=5000)
 MAX_PAGE_SIZE = env.int("MAX_PAGE_SIZE", default=500)
+# The Retry-After of a 503 answered while the database cannot serve (seconds).
+DATABASE_RETRY_AFTER = env.int("DATABASE_RETRY_AFTER", default=5)
 MAX_FEED_URL_LENGTH = 2048
 
 # --- Cache: shared by every web process when Redis is there, so throttles hold across them.
