@@ -141,6 +141,9 @@ STORAGES = {
 # --- Limits (docs/api.md, "Limits") -------------------------------------------------------
 MAX_BODY_BYTES = env.int("MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
+# How much of a body over the limit is read (and dropped) before the 413, so that the client,
+# still sending, can read it; beyond this the connection may be reset.
+BODY_DISCARD_BYTES = env.int("BODY_DISCARD_BYTES", default=64 * 1024 * 1024)
 MAX_ADD_ENTRIES = env.int("MAX_ADD_ENTRIES", default=500)
 # Feeds per OPML import: higher than an add's, since an app's export is sent whole and a body
 # of 1 MiB holds some thousands of outlines; the add takes the same queries for any number.
