@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 
 from core import clock
 from deletions.models import Deletion
@@ -71,6 +71,11 @@ def deletion_send(*, deletion_id: int) -> None:
     except Exception:  # whatever the broker client raised, the sweep will retry
         logger.warning(
             "Could not send deletion %s; the sweep will resend it", deletion_id, exc_info=True
+        )
+        # Marked unsent, the next sweep sends it as soon as the broker answers again, without
+        # waiting DELETION_RESEND_AFTER.
+        Deletion.objects.filter(pk=deletion_id, status=Deletion.Status.PENDING).update(
+            last_sent=None
         )
 
 
@@ -167,19 +172,27 @@ def deletion_retry(*, deletion_ids: list[int]) -> int:
 
 
 def deletion_sweep(*, resend_after: float | None = None) -> dict[str, int]:
-    """Re-send deletions pending for longer than `resend_after` seconds (default:
-    DELETION_RESEND_AFTER); fail those already sent DELETION_MAX_SENDS times, whose messages
-    keep getting lost. Run by Celery beat."""
+    """Re-send the deletions still pending that need it (docs/api.md, "Deletion"): at once
+    those whose last send failed (the broker was away); and those sent more than
+    `resend_after` seconds ago (default: DELETION_RESEND_AFTER) while the deletions' queue is
+    empty, whose message was lost or taken by a worker that died (Redis would hand it out again
+    only after its visibility timeout). Fail those already sent DELETION_MAX_SENDS times, whose
+    messages keep getting lost. Run by Celery beat.
+
+    While the queue holds messages, the workers are behind or away, and the deletions wait in
+    it: sending them again would only queue copies. So none is sent twice in normal operation.
+    """
     now = clock.now()
     if resend_after is None:
         resend_after = settings.DELETION_RESEND_AFTER
-    cutoff = now - timedelta(seconds=resend_after)
+    lost = Q(last_sent__lt=now - timedelta(seconds=resend_after))
+    due = Q(last_sent__isnull=True) | lost if _deletions_queued() == 0 else Q(last_sent=None)
     resent = failed = 0
     with transaction.atomic():
         stale = (
             Deletion.objects.select_for_update(skip_locked=True)
-            .filter(status=Deletion.Status.PENDING, last_sent__lt=cutoff)
-            .order_by("last_sent")[: settings.DELETION_SWEEP_BATCH]
+            .filter(due, status=Deletion.Status.PENDING)
+            .order_by(F("last_sent").asc(nulls_first=True))[: settings.DELETION_SWEEP_BATCH]
         )
         for deletion in stale:
             if deletion.sends >= settings.DELETION_MAX_SENDS:
@@ -197,3 +210,21 @@ def deletion_sweep(*, resend_after: float | None = None) -> dict[str, int]:
             transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
             resent += 1
     return {"resent": resent, "failed": failed}
+
+
+def _deletions_queued() -> int:
+    """How many messages wait in the deletions' queue (0 when tasks run in-process); -1 when
+    the broker cannot tell (then nothing is sent by age this time)."""
+    from deletions.tasks import process_deletion
+
+    app = process_deletion.app
+    if app.conf.task_always_eager:
+        return 0
+    try:
+        with app.connection_for_read() as conn:
+            # Not passive: Redis keeps no key for an empty queue, which a passive declare takes
+            # for a queue that does not exist.
+            return int(conn.default_channel.queue_declare(queue="deletions")[1])
+    except Exception:  # whatever the broker client raised: leave it to the next sweep
+        logger.warning("Could not read the deletions' queue length", exc_info=True)
+        return -1

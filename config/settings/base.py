@@ -245,12 +245,15 @@ SPECTACULAR_SETTINGS = {
 
 # --- Deletions (docs/api.md, "Deletion") -------------------------------------------------------
 # A deletion still PENDING this long after it was sent is sent again by the sweep ...
-DELETION_RESEND_AFTER = env.int("DELETION_RESEND_AFTER", default=300)
-# ... which fails it once it has been sent this many times (an hour, by default) ...
+DELETION_RESEND_AFTER = env.int("DELETION_RESEND_AFTER", default=60)
+# ... which fails it once it has been sent this many times ...
 DELETION_MAX_SENDS = env.int("DELETION_MAX_SENDS", default=12)
 # ... and a worker fails it once workers have started on it this many times.
 DELETION_MAX_ATTEMPTS = env.int("DELETION_MAX_ATTEMPTS", default=5)
-DELETION_SWEEP_INTERVAL = env.float("DELETION_SWEEP_INTERVAL", default=60.0)
+# The sweep runs this often. A deletion whose send failed (the broker was away) goes at its next
+# run; one lost, or taken by a worker that died, DELETION_RESEND_AFTER after its send, once the
+# deletions' queue is empty: within about a minute and a half of the broker or a worker coming back.
+DELETION_SWEEP_INTERVAL = env.float("DELETION_SWEEP_INTERVAL", default=20.0)
 DELETION_SWEEP_BATCH = env.int("DELETION_SWEEP_BATCH", default=1000)
 
 # --- Feed identity checks (docs/api.md, "Feed identity") -------------------------------------

@@ -257,3 +257,24 @@ def test_retry_skips_successful_deletions(pending):
     _, deletion = pending
     process_deletion.apply(args=(deletion.pk,))
     assert services.deletion_retry(deletion_ids=[deletion.pk]) == 0
+
+
+def test_the_sweep_resends_an_unsent_deletion_at_once_and_a_lost_one_after_resend_after(
+    user, settings, django_capture_on_commit_callbacks
+):
+    """Unsent: the broker refused it. Lost: sent DELETION_RESEND_AFTER ago and not done (tasks
+    run in-process here, so the deletions' queue is empty). Recent: left alone."""
+    settings.DELETION_RESEND_AFTER = 60
+    subs = [subscribe(user, f"https://example.com/{name}") for name in ("a", "b", "c")]
+    with django_capture_on_commit_callbacks(execute=False):
+        unsent, lost, recent = (services.deletion_request(user=user, guid=sub.guid) for sub in subs)
+    Deletion.objects.filter(pk=unsent.pk).update(last_sent=None)
+    age(lost, 61)
+    age(recent, 30)
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert services.deletion_sweep() == {"resent": 2, "failed": 0}
+
+    assert len(callbacks) == 2
+    sends = dict(Deletion.objects.values_list("pk", "sends"))
+    assert (sends[unsent.pk], sends[lost.pk], sends[recent.pk]) == (2, 2, 1)

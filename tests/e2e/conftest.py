@@ -58,8 +58,9 @@ def worker_factory(
     db = connection.settings_dict
     started: list[servers.Worker] = []
 
-    def start(**overrides: str) -> servers.Worker:
-        env = {
+    def start(**overrides: str | None) -> servers.Worker:
+        """`overrides`: settings from the environment; None takes a setting's default."""
+        env: dict[str, str | None] = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "TEST_DATABASE_URL": (
@@ -71,7 +72,10 @@ def worker_factory(
             "DELETION_MAX_ATTEMPTS": "20",
             **overrides,
         }
-        worker = servers.Worker(env, tmp_path / f"worker{len(started)}.log").start()
+        worker = servers.Worker(
+            {name: value for name, value in env.items() if value is not None},
+            tmp_path / f"worker{len(started)}.log",
+        ).start()
         started.append(worker)
         return worker
 

@@ -1,10 +1,14 @@
 """Deletions end to end: the API, a real Redis and real Celery worker processes."""
 
+import time
+from datetime import timedelta
+
 import psycopg
 import redis
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
+from core import clock
 from deletions import services
 from deletions.models import Deletion
 from episodes import services as episodes
@@ -115,7 +119,10 @@ def test_a_killed_workers_messages_are_redelivered_without_the_sweep(api, user, 
     its prefetch is full, when it is killed. (A worker killed while free could die holding a
     message it has popped but not yet recorded as unacknowledged: that is what the sweep is for.)
     """
-    quiet_sweep = {"DELETION_RESEND_AFTER": "100000", "CELERY_TASK_TIME_LIMIT": "3"}
+    quiet_sweep = {
+        "DELETION_RESEND_AFTER": "100000",
+        "CELERY_TASK_TIME_LIMIT": "3",
+    }
     _, ids = request_deletions(api, user, 30)
     table = get_user_model()._meta.db_table
     with (
@@ -169,3 +176,72 @@ def test_a_worker_deletes_the_subscriptions_episode_actions_with_it(api, user, w
     left = set(EpisodeAction.objects.values_list("podcast", flat=True))
     assert left == {FEED.format("kept")}
     assert EpisodeAction.objects.count() == 50
+
+
+# The sweep's settings as shipped: the worker reads their defaults.
+DEFAULT_SWEEP = {"DELETION_RESEND_AFTER": None, "DELETION_SWEEP_INTERVAL": None}
+# The longest a person may see PENDING after the broker or a worker is back.
+HEALED_WITHIN = 120
+
+
+def test_with_the_defaults_deletions_sent_while_the_broker_was_down_end_within_two_minutes(
+    api, user, worker_factory, broker
+):
+    worker = worker_factory(**DEFAULT_SWEEP)
+    guids = [str(subscribe(user, FEED.format(n)).guid) for n in range(20)]
+    broker.stop()
+    ids = []
+    for guid in guids:
+        response = api.delete(f"/v1/subscriptions/{guid}")
+        assert response.status_code == 202, response.content
+        ids.append(response.json()["deletion_id"])
+    # Each send failed, and says so.
+    assert Deletion.objects.filter(pk__in=ids, last_sent__isnull=True).count() == 20
+
+    broker.start()
+    back = time.monotonic()
+    wait_until(lambda: counts(ids) == {"SUCCESS": 20}, HEALED_WITHIN, worker.output)
+    healed = time.monotonic() - back
+    print(f"broker back -> last SUCCESS: {healed:.1f} s")
+    assert healed < HEALED_WITHIN
+    assert Deletion.objects.filter(pk__in=ids, sends__gt=2).count() == 0
+
+
+def test_with_the_defaults_a_killed_workers_deletions_end_within_two_minutes(
+    api, user, worker_factory
+):
+    _, ids = request_deletions(api, user, 100)  # queued while no worker runs
+    first = worker_factory(**DEFAULT_SWEEP)
+    wait_until(lambda: counts(ids).get("SUCCESS", 0) >= 1, 60, first.output)
+    first.kill()  # SIGKILL to the whole worker, beat and children included, mid-way
+    assert counts(ids).get("PENDING", 0) > 0, "the worker finished before it was killed"
+
+    second = worker_factory(**DEFAULT_SWEEP)
+    back = time.monotonic()
+    wait_until(lambda: counts(ids).get("PENDING", 0) == 0, HEALED_WITHIN, second.output)
+    healed = time.monotonic() - back
+    print(f"worker back -> last SUCCESS: {healed:.1f} s")
+    assert counts(ids) == {"SUCCESS": 100}
+    assert healed < HEALED_WITHIN
+    # Only what the killed worker held was sent again.
+    assert Deletion.objects.filter(pk__in=ids, sends__gt=1).count() <= 4
+
+
+def test_deletions_waiting_in_the_queue_are_not_sent_again_lost_ones_are(
+    api, user, broker, settings, transactional_db
+):
+    """No worker runs: the messages wait in Redis, and the sweep leaves them be however old;
+    once they are gone from the queue without being done (lost), it sends them again."""
+    _, ids = request_deletions(api, user, 5)
+    queue = redis.Redis.from_url(broker.url)
+    assert queue.llen("deletions") == 5
+    Deletion.objects.filter(pk__in=ids).update(
+        last_sent=clock.now() - timedelta(seconds=settings.DELETION_RESEND_AFTER + 1)
+    )
+
+    assert services.deletion_sweep() == {"resent": 0, "failed": 0}
+    assert queue.llen("deletions") == 5
+
+    queue.delete("deletions")  # lost
+    assert services.deletion_sweep() == {"resent": 5, "failed": 0}
+    assert queue.llen("deletions") == 5
