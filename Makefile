@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format bench servers clean
+.PHONY: run test lint format bench soak servers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ format: $(VENV)/.dev
 bench: $(VENV)/.dev
 	@./scripts/install-servers.sh wrk
 	$(BIN)/python bench/run.py
+
+# Every endpoint for SOAK_SECONDS (900), the database and Redis restarted on the way (bench/README.md).
+soak: $(VENV)/.dev
+	@./scripts/install-servers.sh
+	$(BIN)/python bench/soak.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -41,6 +41,36 @@ class Server:
     process_dir: Path
 
 
+def _as_postgres() -> list[str]:
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+def postgres_start(server: Server) -> None:
+    """Start (or start again) the server's PostgreSQL, on its port and data folder."""
+    options = (
+        f"-p {server.port} -k {server.process_dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+    )
+    subprocess.run(
+        [*_as_postgres(), _pg_bin("pg_ctl"), "-D", str(server.process_dir / "data"), "-o", options,
+         "-l", str(server.process_dir / "log"), "-w", "-t", "60", "start"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+
+
+def postgres_stop(server: Server) -> None:
+    """Stop it as an operator would for a restart: fast (sessions are ended, then it stops)."""
+    subprocess.run(
+        [*_as_postgres(), _pg_bin("pg_ctl"), "-D", str(server.process_dir / "data"),
+         "-m", "fast", "-w", "stop"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+
+
 @contextmanager
 def postgres() -> Iterator[Server]:
     base = Path(tempfile.mkdtemp(prefix="opa-pg-"))
@@ -56,19 +86,10 @@ def postgres() -> Iterator[Server]:
         capture_output=True,
         timeout=120,
     )  # fmt: skip
-    options = (
-        f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
-        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-    )
-    subprocess.run(
-        [*as_user, _pg_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"),
-         "-w", "-t", "60", "start"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )  # fmt: skip
+    server = Server("127.0.0.1", port, base)
+    postgres_start(server)
     try:
-        yield Server("127.0.0.1", port, base)
+        yield server
     finally:
         subprocess.run(
             [*as_user, _pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
