@@ -116,8 +116,23 @@ def database_unavailable(exc: BaseException | None) -> str | None:
     """
     if not isinstance(exc, OperationalError | InterfaceError) or _is_conflict(exc):
         return None
-    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    sqlstate = getattr(exc.__cause__, "sqlstate", None) or _refused_state(str(exc))
     return _UNAVAILABLE.get(sqlstate or "", MESSAGES[503])
+
+
+# A connection refused by the server carries no SQLSTATE in psycopg's exception, only the
+# server's message (in English, as the service's PostgreSQL speaks it).
+_REFUSALS = {
+    "too many connections": "53300",
+    "too many clients": "53300",
+    "connection slots are reserved": "53300",
+    "the database system is starting up": "57P03",
+    "the database system is shutting down": "57P03",
+}
+
+
+def _refused_state(message: str) -> str | None:
+    return next((state for text, state in _REFUSALS.items() if text in message), None)
 
 
 def unsupported_media_type_message(parsers: Iterable[Any]) -> str | None:

@@ -123,3 +123,27 @@ def test_a_statement_the_database_does_not_answer_in_time_is_a_503(api, user):
         connection.close()
         settings["OPTIONS"] = options
     assert api.get("/v1/subscriptions").status_code == 200
+
+
+def test_a_database_out_of_connections_is_a_503(api, user):
+    """Connections refused for want of a free one (SQLSTATE 53300), as with max_connections
+    reached: here a role whose connection limit is 0, which PostgreSQL refuses the same way."""
+    api.get("/v1/subscriptions")  # the token's user is remembered
+    settings = connection.settings_dict
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE ROLE soak_full LOGIN CONNECTION LIMIT 0")
+        cursor.execute(f'GRANT ALL ON DATABASE "{settings["NAME"]}" TO soak_full')
+    user_name = settings["USER"]
+    try:
+        connection.close()
+        settings["USER"] = "soak_full"
+        away_answer(
+            api.get("/v1/subscriptions"), "Service unavailable: the database has no free connection"
+        )
+    finally:
+        connection.close()
+        settings["USER"] = user_name
+        with connection.cursor() as cursor:
+            cursor.execute(f'REVOKE ALL ON DATABASE "{settings["NAME"]}" FROM soak_full')
+            cursor.execute("DROP ROLE soak_full")
+    assert api.get("/v1/subscriptions").status_code == 200
