@@ -274,28 +274,7 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     logs = Path(tempfile.mkdtemp(prefix="opa-bench-"))
     with servers.postgres() as pg, servers.redis() as redis_server:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",  # production, as deployed
-            "SECRET_KEY": "benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
-            "DATABASE_URL": f"postgres://postgres@{pg.host}:{pg.port}/opa_bench",
-            "REDIS_URL": redis_server.url,
-            "ALLOWED_HOSTS": "127.0.0.1,testserver",
-            "SECURE_SSL_REDIRECT": "false",
-            "THROTTLE_USER_RATE": "100000000/min",  # the throttle runs, but never says no
-            "LOG_LEVEL": "WARNING",
-        }
-        os.environ.update(env)
-        import django
-        import psycopg
-
-        with psycopg.connect(f"postgresql://postgres@{pg.host}:{pg.port}/postgres") as conn:
-            conn.autocommit = True
-            conn.execute("CREATE DATABASE opa_bench")
-        django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        env = django_on(pg, redis_server, "opa_bench")
         print(
             f"opa-subscriptions benchmarks: gunicorn {WORKERS} workers "
             f"(config/gunicorn.py), wrk {CONNECTIONS} connections x {SECONDS} s, "
@@ -316,6 +295,37 @@ def main() -> None:
     for figure, measured, target in ROWS:
         print(f"| {figure} | {measured} | {target} |")
     print(f"\nLogs: {logs}")
+
+
+def django_on(
+    pg: servers.Server, redis_server: servers.RedisServer, database: str, **settings: str
+) -> dict[str, str]:
+    """Create `database`, set this process up on it with the production settings (and
+    `settings`), migrate it; return the environment the service's processes run with."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",  # production, as deployed
+        "SECRET_KEY": "benchmark-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+        "DATABASE_URL": f"postgres://postgres@{pg.host}:{pg.port}/{database}",
+        "REDIS_URL": redis_server.url,
+        "ALLOWED_HOSTS": "127.0.0.1,testserver",
+        "SECURE_SSL_REDIRECT": "false",
+        "THROTTLE_USER_RATE": "100000000/min",  # the throttle runs, but never says no
+        "LOG_LEVEL": "WARNING",
+        **settings,
+    }
+    os.environ.update(env)
+    import django
+    import psycopg
+
+    with psycopg.connect(f"postgresql://postgres@{pg.host}:{pg.port}/postgres") as conn:
+        conn.autocommit = True
+        conn.execute(f"CREATE DATABASE {database}")
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return env
 
 
 def token_for(user: Any) -> str:

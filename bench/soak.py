@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.run import Gunicorn, percentile, running
+from bench.run import Gunicorn, django_on, percentile, running
 from tests import servers
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "900"))
@@ -209,33 +209,11 @@ def verify(ledger: Ledger) -> int:
 def main() -> int:
     logs = Path(tempfile.mkdtemp(prefix="opa-soak-"))
     with servers.postgres() as pg, servers.redis() as redis_server:
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",
-            "SECRET_KEY": "soak-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz-0123",
-            "DATABASE_URL": f"postgres://postgres@{pg.host}:{pg.port}/opa_soak",
-            "REDIS_URL": redis_server.url,
-            "ALLOWED_HOSTS": "127.0.0.1,testserver",
-            "SECURE_SSL_REDIRECT": "false",
-            "THROTTLE_USER_RATE": "100000000/min",
-            "THROTTLE_LOGIN_RATE": "100000/min",
-            "LOG_LEVEL": "WARNING",
-            "CONN_MAX_AGE": "60",
-        }
-        os.environ.update(env)
-        import django
-        import psycopg
-
-        with psycopg.connect(f"postgresql://postgres@{pg.host}:{pg.port}/postgres") as conn:
-            conn.autocommit = True
-            conn.execute("CREATE DATABASE opa_soak")
-        django.setup()
-        from django.core.management import call_command
+        env = django_on(pg, redis_server, "opa_soak", THROTTLE_LOGIN_RATE="100000/min")
         from django.db import connection
 
         from tests.factories import UserFactory
 
-        call_command("migrate", verbosity=0)
         users = [UserFactory(with_password=PASSWORD) for _ in range(CLIENTS)]
         connection.close()
         app = Gunicorn("config.wsgi", env, logs / "app.log")

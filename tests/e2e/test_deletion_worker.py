@@ -93,23 +93,6 @@ def test_worker_killed_during_100_deletions(api, user, worker_factory):
         assert api.get(f"/v1/subscriptions/{guid}").status_code == 410
 
 
-def test_broker_outage_during_20_deletes(api, user, worker_factory, broker):
-    worker = worker_factory()
-    guids = [str(subscribe(user, FEED.format(n)).guid) for n in range(20)]
-
-    broker.stop()
-    ids = []
-    for guid in guids:
-        response = api.delete(f"/v1/subscriptions/{guid}")
-        assert response.status_code == 202, response.content
-        ids.append(response.json()["deletion_id"])
-    assert counts(ids) == {"PENDING": 20}
-
-    broker.start()
-
-    wait_until(lambda: counts(ids) == {"SUCCESS": 20}, 120, worker.output)
-
-
 def test_a_killed_workers_messages_are_redelivered_without_the_sweep(api, user, worker_factory):
     """Late acknowledgement alone saves what a killed worker was doing: with the sweep out of
     the picture, Redis hands its unacknowledged messages out again once the visibility timeout
