@@ -231,7 +231,20 @@ def main() -> int:
                     if ledger.answers and ledger.answers[-1][2] in (0, 503):
                         time.sleep(0.05)  # as a client honouring Retry-After would, briefly
 
+            restarts: list[float] = []
+
+            def supervise() -> None:
+                """As systemd's Restart=always would: Celery's worker can exit when it loses
+                Redis mid-acknowledgement (kombu's "Unrecoverable error"), docs/operations.md."""
+                while not stop.is_set():
+                    if worker.process is not None and worker.process.poll() is not None:
+                        restarts.append(time.monotonic())
+                        print(f"  worker exited ({worker.process.returncode}); started again")
+                        worker.start()
+                    time.sleep(0.5)
+
             threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
+            threads.append(threading.Thread(target=supervise))
             begin = time.monotonic()
             marks = [("before", begin)]
             for thread in threads:
@@ -259,6 +272,7 @@ def main() -> int:
             print("by period:")
             bad = summary(ledger, marks, end)
             print("web worker RSS (largest): " + ", ".join(f"{n} {mb:.0f} MB" for n, mb in rss))
+            print(f"Celery worker restarted by the supervisor: {len(restarts)} time(s)")
             print("acknowledged writes:")
             connection.close()  # made before the database restarted
             lost = verify(ledger)
