@@ -30,6 +30,11 @@ class FeedCheck(models.Model):
         blank=True,
         help_text="Where the feed moved: its itunes:new-feed-url, else its 301/308 target.",
     )
+    # What the account holders' pages show. Kept from the last fetch that read the feed: a feed
+    # that is down for a while keeps its name.
+    title = models.CharField(max_length=500, blank=True, help_text="The channel's title.")
+    link = models.CharField(max_length=2048, blank=True, help_text="The podcast's website.")
+    image_url = models.CharField(max_length=2048, blank=True, help_text="The podcast's artwork.")
 
     class Meta:
         ordering = ["-checked", "id"]

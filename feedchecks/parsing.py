@@ -1,12 +1,15 @@
-"""Reading a feed's identity (`podcast:guid`, `itunes:new-feed-url`) from bytes we fetched.
+"""Reading a feed's identity (`podcast:guid`, `itunes:new-feed-url`), title, website and artwork
+from bytes we fetched.
 
 The bytes are first refused if they declare a DTD or entities (billion laughs, external
 entities), with defusedxml; then feedparser reads them from memory, so it never fetches anything
 itself.
 """
 
+import html
 import io
 import re
+import unicodedata
 import uuid
 import xml.sax
 from dataclasses import dataclass
@@ -38,12 +41,20 @@ class UnsafeFeed(ValueError):
     """The document declares a DTD or entities: it is not read."""
 
 
+MAX_TITLE_LENGTH = 500
+_TAG = re.compile(r"<[^>]*>")
+
+
 @dataclass(frozen=True)
 class FeedIdentity:
-    """What a feed says about itself: its podcast:guid (a UUID) and its itunes:new-feed-url."""
+    """What a feed says about itself: its podcast:guid (a UUID) and its itunes:new-feed-url; and
+    what the pages show of it: its title, website and artwork ("" for what it lacks)."""
 
     guid: uuid.UUID | None
     new_feed_url: str | None
+    title: str = ""
+    link: str = ""
+    image_url: str = ""
 
 
 def refuse_declarations(data: bytes) -> None:
@@ -95,7 +106,42 @@ def feed_identity(data: bytes) -> FeedIdentity:
             new_url = None
     else:
         new_url = None
-    return FeedIdentity(guid=guid, new_feed_url=new_url)
+    image = channel.get("image")
+    return FeedIdentity(
+        guid=guid,
+        new_feed_url=new_url,
+        title=plain_text(channel.get("title")),
+        link=web_url(channel.get("link")),
+        # feedparser reads itunes:image, an RSS <image> and an Atom <logo> into `image`.
+        image_url=web_url(
+            image.get("href") or image.get("url") if isinstance(image, dict) else None
+        )
+        or web_url(channel.get("logo"))
+        or web_url(channel.get("icon")),
+    )
+
+
+def plain_text(value: object) -> str:
+    """A title as plain text: markup and entities resolved, control characters dropped,
+    whitespace collapsed, at most MAX_TITLE_LENGTH characters. The pages escape it again."""
+    if not isinstance(value, str):
+        return ""
+    text = html.unescape(_TAG.sub(" ", value))
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs", "Cf"))
+    return " ".join(text.split())[:MAX_TITLE_LENGTH]
+
+
+def web_url(value: object) -> str:
+    """`value` if it is an absolute http(s) URL a browser may load, else "" (a feed's
+    `javascript:` or relative URL is never shown as a link or an image)."""
+    if not isinstance(value, str):
+        return ""
+    value = value.strip()
+    try:
+        feeds.check_feed_url(value)
+    except feeds.InvalidFeedUrl:
+        return ""
+    return value
 
 
 def _uuid(value: object) -> uuid.UUID | None:

@@ -12,13 +12,15 @@ that fetch, which reads the subscriptions after recording its result, so it sees
 """
 
 import logging
+import threading
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 
 from core import clock
@@ -48,13 +50,58 @@ def feed_checks_request(*, user_id: int, urls: Iterable[str]) -> None:
 
 def _send_batch(*, user_id: int, urls: list[str]) -> None:
     """A broker that cannot be reached loses the checks, logged: a check is an improvement,
-    not a promise, and the next add of the feed asks again."""
+    not a promise, and the next add of the feed asks again. Without a broker (tasks run
+    in-process), a thread of this process runs them, so the request never waits for a fetch."""
     from feedchecks.tasks import check_feeds
 
+    if check_feeds.app.conf.task_always_eager and settings.FEED_CHECK_THREADS:
+        _background(user_id=user_id, urls=urls)
+        return
     try:
         check_feeds.delay(urls, user_id)
     except Exception:  # whatever the broker client raised
         logger.warning("Could not send feed checks for user %s", user_id, exc_info=True)
+
+
+# The in-process runner of checks, when there is no broker (`make run`): made on first use.
+_executor: ThreadPoolExecutor | None = None
+_running: set[Future[None]] = set()
+_executor_lock = threading.Lock()
+
+
+def _background(*, user_id: int, urls: list[str]) -> None:
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(
+                max_workers=settings.FEED_CHECK_THREADS, thread_name_prefix="feedcheck"
+            )
+        future = _executor.submit(_run_in_background, user_id=user_id, urls=urls)
+        _running.add(future)
+    future.add_done_callback(_forget)
+
+
+def _forget(future: Future[None]) -> None:
+    with _executor_lock:
+        _running.discard(future)
+
+
+def _run_in_background(*, user_id: int, urls: list[str]) -> None:
+    try:
+        for url in urls:
+            try:
+                feed_check_run(url=url, user_id=user_id)
+            except Exception:  # one feed's failure must not stop the others
+                logger.warning("Feed check of %s failed", url, exc_info=True)
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def wait_for_background_checks(timeout: float) -> None:
+    """Wait until the in-process checks asked for so far have run (tests)."""
+    with _executor_lock:
+        running = list(_running)
+    wait(running, timeout=timeout)
 
 
 def feed_checks_send(*, user_id: int, urls: list[str]) -> int:
@@ -135,8 +182,16 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
             result = FeedCheck.Result.NOTHING
         if fetched.truncated:
             error = f"The body was cut at {settings.FEED_FETCH_MAX_BYTES} bytes"
+    described = {}
+    if result != FeedCheck.Result.ERROR:
+        # Only a feed that was read tells its title: one that is down keeps the last it told.
+        described = {
+            "title": identity.title,
+            "link": identity.link,
+            "image_url": identity.image_url,
+        }
     FeedCheck.objects.filter(key_digest=key_digest).update(
-        checked=clock.now(), result=result, error=error, guid=guid, new_url=new_url
+        checked=clock.now(), result=result, error=error, guid=guid, new_url=new_url, **described
     )
     if result == FeedCheck.Result.ERROR:
         logger.info("Feed check of %s failed: %s", url, error)

@@ -6,10 +6,11 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import CharField, QuerySet, Value
 
 from core.db import sql
 from core.exceptions import Gone, NotFound
+from subscriptions import signals
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 SUBSCRIPTIONS = Subscription._meta.db_table
@@ -251,3 +252,13 @@ def feed_digests_alike(*, user: Any, digest: str) -> QuerySet[Any]:
     return SubscriptionFeed.objects.filter(
         subscription_id__in=reached.values("subscription_id")
     ).values("key_digest")
+
+
+def subscriptions_titled(subscriptions: QuerySet[Subscription]) -> QuerySet[Subscription]:
+    """`subscriptions` with `feed_title`: their feed's title where an app above knows it
+    (signals.feed_titles_wanted), else ""."""
+    answers = signals.feed_titles_wanted.send(sender=Subscription, subscriptions=subscriptions)
+    for _, titled in answers:
+        if isinstance(titled, QuerySet):
+            return titled
+    return subscriptions.annotate(feed_title=Value("", output_field=CharField()))

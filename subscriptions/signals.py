@@ -19,3 +19,8 @@ change_held = Signal()
 # deleted: receivers delete what belongs to them in that transaction, so that it goes exactly
 # when the subscription does (the episodes app deletes their episode actions).
 subscriptions_deleted = Signal()
+
+# Sent, with `subscriptions` (a queryset), when their feeds are named for people (the OPML
+# export): a receiver answers it annotated with `feed_title`, "" where unknown, in the same query
+# (the feedchecks app, which reads each feed's title).
+feed_titles_wanted = Signal()

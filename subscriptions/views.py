@@ -95,10 +95,12 @@ class SubscriptionOpmlView(APIView):
 
     @openapi.opml_export
     def get(self, request: Request) -> HttpResponse:
-        # No title is stored yet: the export names each feed by its URL (OPML requires `text`).
-        found = selectors.subscription_current(user=request.user).values_list("feed_url", flat=True)
+        # Named by their titles where feed checks read them, else by their URLs.
+        current = selectors.subscription_current(user=request.user)
+        titled = selectors.subscriptions_titled(current)
+        found = titled.values_list("feed_url", "feed_title")  # type: ignore[misc]
         body = opml.opml_render(
-            feeds=(opml.OpmlFeed(url=url) for url in found.iterator()),
+            feeds=(opml.OpmlFeed(url=url, title=title or None) for url, title in found.iterator()),
             created=clock.now(),
             owner=request.user.get_username(),
         )

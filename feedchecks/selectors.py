@@ -1,0 +1,35 @@
+"""Reads of what feed checks found, for the pages and the OPML export."""
+
+from django.db.models import CharField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from feedchecks.models import FeedCheck
+from subscriptions.models import Subscription, SubscriptionFeed
+
+
+def subscriptions_with_feed_details(
+    subscriptions: QuerySet[Subscription],
+) -> QuerySet[Subscription]:
+    """`subscriptions` with `feed_title`, `feed_link` and `feed_image` ("" when no check knows
+    them), read in the same query: from the latest check that found a title, of any URL the
+    subscription has had (after a move, the new URL's check is the latest)."""
+    checks = (
+        FeedCheck.objects.filter(
+            key_digest__in=SubscriptionFeed.objects.filter(
+                subscription_id=OuterRef(OuterRef("pk"))
+            ).values("key_digest")
+        )
+        .exclude(title="")
+        .order_by("-checked", "-id")
+    )
+
+    def detail(name: str) -> Coalesce:
+        return Coalesce(
+            Subquery(checks.values(name)[:1]),
+            Value(""),
+            output_field=CharField(),
+        )
+
+    return subscriptions.annotate(
+        feed_title=detail("title"), feed_link=detail("link"), feed_image=detail("image_url")
+    )
