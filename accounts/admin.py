@@ -1,5 +1,5 @@
 """Staff's user admin: Django's (create, reset password), with actions that (de)activate users
-through the account services."""
+through the account services; and a read-only list of app passwords."""
 
 from django.conf import settings
 from django.contrib import admin, messages
@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from accounts import services
+from accounts.models import AppPassword
 
 User = get_user_model()
 
@@ -46,3 +47,20 @@ class AccountAdmin(UserAdmin):
     def activate(self, request: HttpRequest, queryset: QuerySet) -> None:
         changed = services.user_activate(user_ids=list(queryset.values_list("pk", flat=True)))
         self.message_user(request, f"Activated {changed} user(s).", messages.SUCCESS)
+
+
+@admin.register(AppPassword)
+class AppPasswordAdmin(admin.ModelAdmin):
+    """Read-only: people make and revoke their own app passwords; the digest is never shown."""
+
+    list_display = ["name", "user", "created", "last_used"]
+    search_fields = ["name", "user__username"]
+    list_select_related = ["user"]
+    fields = ("user", "name", "created", "last_used")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -4,6 +4,7 @@ with the web process's caches of verified tokens and active users."""
 import threading
 import time
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from cachetools import TTLCache
@@ -16,6 +17,9 @@ from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidToken
 from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.tokens import Token
+
+from accounts.models import AppPassword
+from core import clock
 
 
 class _ActiveUsers:
@@ -83,6 +87,31 @@ _verified_tokens: TTLCache[bytes, tuple[Token, float]] = TTLCache(maxsize=4096, 
 _verified_lock = threading.Lock()
 
 
+# The claim naming the app password a token was issued for (docs/api.md, "Authentication").
+APP_PASSWORD_CLAIM = "app_password"
+# An app password's last use is written at most once in this long, not on every request.
+APP_PASSWORD_USE_PRECISION = timedelta(minutes=1)
+
+
+def app_password_stands(*, user_id: Any, app_password_id: Any) -> bool:
+    """Whether the app password is still there (not revoked) and its user active; notes its use
+    (a write at most once per APP_PASSWORD_USE_PRECISION, so a busy app does not write on every
+    request)."""
+    if not isinstance(app_password_id, int) or isinstance(app_password_id, bool):
+        return False
+    found = (
+        AppPassword.objects.filter(pk=app_password_id, user_id=user_id, user__is_active=True)
+        .values_list("last_used")
+        .first()
+    )
+    if found is None:
+        return False
+    now = clock.now()
+    if found[0] is None or found[0] < now - APP_PASSWORD_USE_PRECISION:
+        AppPassword.objects.filter(pk=app_password_id).update(last_used=now)
+    return True
+
+
 def forget_all() -> None:
     """Empties this process's caches of verified tokens and active users (tests)."""
     with _verified_lock:
@@ -126,7 +155,13 @@ class BearerAuthentication(JWTAuthentication):
             user_id = pk.to_python(validated_token[api_settings.USER_ID_CLAIM])
         except (KeyError, ValidationError) as exc:
             raise InvalidToken("Token contained no recognizable user identification") from exc
-        if user_id not in active_users:
+        app_password_id = validated_token.get(APP_PASSWORD_CLAIM)
+        if app_password_id is not None:
+            # Issued for an app password: checked on every request, never remembered, so that
+            # revoking it ends the app's tokens at once in every process.
+            if not app_password_stands(user_id=user_id, app_password_id=app_password_id):
+                raise AuthenticationFailed("App password revoked", code="app_password_revoked")
+        elif user_id not in active_users:
             with connection.cursor() as cursor:
                 cursor.execute(
                     f"SELECT 1 FROM {model._meta.db_table}"

@@ -1,27 +1,49 @@
-"""What people and staff do with accounts: log in, refresh and log out with tokens, and staff's
-bootstrap and (de)activation of users.
+"""What people and staff do with accounts: log in (with the password or an app password),
+refresh and log out with tokens; register; make and revoke app passwords; and staff's bootstrap
+and (de)activation of users.
 
 Tokens come from djangorestframework-simplejwt. Refresh tokens rotate: each refresh blacklists
 the token it used and hands out a new one (docs/api.md, "Authentication").
 """
 
+import hashlib
+import secrets
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import update_last_login
-from django.db import transaction
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, models, transaction
+from django.db.models import Q
 from django.utils.crypto import get_random_string
 from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from accounts.authentication import active_users
-from core.exceptions import NotAuthorized
+from accounts.authentication import (
+    APP_PASSWORD_CLAIM,
+    APP_PASSWORD_USE_PRECISION,
+    active_users,
+    app_password_stands,
+)
+from accounts.models import AppPassword
+from core import clock
+from core.exceptions import InvalidInput, NotAuthorized, NotFound
+
+# Where a session made by an app password's Basic authentication names it (gpodder API).
+APP_PASSWORD_SESSION_KEY = "_app_password_id"
+# Lowercase letters and digits without the look-alikes (0/o, 1/l/i): 31 symbols, typed on a
+# phone without switching keyboards. 24 of them are 118 bits, in groups of four.
+_APP_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
+_APP_LENGTH = 24
 
 
 @dataclass(frozen=True)
@@ -32,8 +54,10 @@ class Tokens:
     refresh_expires: datetime
 
 
-def _issue(user: AbstractBaseUser) -> Tokens:
+def _issue(user: AbstractBaseUser, app_password_id: int | None = None) -> Tokens:
     refresh = RefreshToken.for_user(user)
+    if app_password_id is not None:
+        refresh[APP_PASSWORD_CLAIM] = app_password_id  # copied into its access tokens
     return Tokens(
         access_token=str(refresh.access_token),
         expires_in=int(api_settings.ACCESS_TOKEN_LIFETIME.total_seconds()),
@@ -42,14 +66,61 @@ def _issue(user: AbstractBaseUser) -> Tokens:
     )
 
 
-def token_login(*, username: str, password: str) -> Tokens:
+def _app_digest(password: str) -> str | None:
+    """The digest an app password is stored under, if `password` can be one (typed with or
+    without its dashes and spaces, in any case)."""
+    typed = "".join(password.split()).replace("-", "").lower()
+    if len(typed) != _APP_LENGTH or any(ch not in _APP_ALPHABET for ch in typed):
+        return None
+    return hashlib.sha256(typed.encode()).hexdigest()
+
+
+def app_password_used(app_password_id: int) -> None:
+    """Note that an app signed in with it now: written at most once per
+    APP_PASSWORD_USE_PRECISION, so a busy app does not write on every request."""
+    now = clock.now()
+    AppPassword.objects.filter(
+        Q(last_used__isnull=True) | Q(last_used__lt=now - APP_PASSWORD_USE_PRECISION),
+        pk=app_password_id,
+    ).update(last_used=now)
+
+
+def app_authenticate(
+    request: Any, *, username: str, password: str
+) -> tuple[AbstractBaseUser, int | None] | None:
+    """The active user these credentials are for, and the id of the app password they are
+    (None: the account's own password); None when they are wrong.
+
+    App passwords are looked up first, by digest (one indexed query); the account's password
+    after (Argon2, tens of milliseconds). For apps only: the pages take the account's password.
+    """
     if "\x00" in username + password:
-        raise NotAuthorized()  # no account has one, and the database cannot be asked
-    user = authenticate(username=username, password=password)
-    if user is None:
+        return None  # no account has one, and the database cannot be asked
+    digest = _app_digest(password)
+    if digest is not None:
+        found = (
+            AppPassword.objects.filter(
+                digest=digest,
+                user__is_active=True,
+                **{f"user__{get_user_model().USERNAME_FIELD}": username},
+            )
+            .select_related("user")
+            .first()
+        )
+        if found is not None:
+            app_password_used(found.pk)
+            return found.user, found.pk
+    user = authenticate(request, username=username, password=password)
+    return None if user is None else (user, None)
+
+
+def token_login(*, username: str, password: str) -> Tokens:
+    found = app_authenticate(None, username=username, password=password)
+    if found is None:
         raise NotAuthorized()
+    user, app_password_id = found
     update_last_login(None, user)  # type: ignore[arg-type]
-    return _issue(user)
+    return _issue(user, app_password_id)
 
 
 def _verified(token: str) -> RefreshToken:
@@ -68,13 +139,18 @@ def token_refresh(*, refresh_token: str) -> Tokens:
     )
     if user is None:
         raise NotAuthorized()
+    app_password_id = old.get(APP_PASSWORD_CLAIM)
+    if app_password_id is not None and not app_password_stands(
+        user_id=user.pk, app_password_id=app_password_id
+    ):
+        raise NotAuthorized()  # revoked: its app must sign in again
     with transaction.atomic():
         # Locked, so that of two refreshes racing with one token only the first succeeds.
         outstanding = OutstandingToken.objects.select_for_update().filter(jti=old["jti"]).first()
         if outstanding is None or BlacklistedToken.objects.filter(token=outstanding).exists():
             raise NotAuthorized()
         BlacklistedToken.objects.create(token=outstanding)
-    return _issue(user)
+    return _issue(user, app_password_id)
 
 
 def token_logout(*, refresh_token: str) -> None:
@@ -108,3 +184,78 @@ def staff_ensure(*, username: str) -> str | None:
     password = get_random_string(24)
     users.create_superuser(username=username, email="", password=password)
     return password
+
+
+def _name_checked(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise InvalidInput("Give the app password a name", errors={"name": ["Give it a name."]})
+    if len(name) > 100:
+        message = "The name is too long: at most 100 characters"
+        raise InvalidInput(message, errors={"name": [message + "."]})
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in name):
+        message = "The name must not contain control characters"
+        raise InvalidInput(message, errors={"name": [message + "."]})
+    return name
+
+
+def app_password_create(*, user: Any, name: str) -> tuple[AppPassword, str]:
+    """Make an app password named `name` for the user; returns it with the password itself,
+    which is not kept and cannot be shown again."""
+    name = _name_checked(name)
+    limit = settings.MAX_APP_PASSWORDS
+    if AppPassword.objects.filter(user=user).count() >= limit:
+        message = (
+            f"You have {limit} app passwords, the most an account may have "
+            "(MAX_APP_PASSWORDS): revoke one first"
+        )
+        raise InvalidInput(message, errors={"name": [message + "."]})
+    secret = "".join(secrets.choice(_APP_ALPHABET) for _ in range(_APP_LENGTH))
+    try:
+        with transaction.atomic():
+            made = AppPassword.objects.create(
+                user=user,
+                name=name,
+                digest=hashlib.sha256(secret.encode()).hexdigest(),
+                created=clock.now(),
+            )
+    except IntegrityError:
+        message = f"You already have an app password named “{name}”"
+        raise InvalidInput(message, errors={"name": [message + "."]}) from None
+    return made, "-".join(secret[i : i + 4] for i in range(0, _APP_LENGTH, 4))
+
+
+def app_password_revoke(*, user: Any, app_password_id: int) -> None:
+    """Revoke the user's app password: the tokens and sessions of its app end at once (each
+    request checks that the app password it names still stands). Another user's is not found."""
+    deleted, _ = AppPassword.objects.filter(user=user, pk=app_password_id).delete()
+    if not deleted:
+        raise NotFound()
+
+
+def user_register(*, username: str, password: str) -> AbstractBaseUser:
+    """Create an account, when registration is open. The username follows Django's rules and is
+    unique whatever its case; the password goes through AUTH_PASSWORD_VALIDATORS."""
+    model = get_user_model()
+    username = model.normalize_username(username.strip())
+    field = model._meta.get_field(model.USERNAME_FIELD)
+    assert isinstance(field, models.Field)
+    try:
+        field.run_validators(username)
+    except ValidationError as exc:
+        raise InvalidInput(" ".join(exc.messages), errors={"username": exc.messages}) from None
+    taken = f"{model.USERNAME_FIELD}__iexact"
+    if model.objects.filter(**{taken: username}).exists():
+        message = "That username is already taken"
+        raise InvalidInput(message, errors={"username": [message + "."]})
+    candidate = model(**{model.USERNAME_FIELD: username})
+    try:
+        validate_password(password, user=candidate)
+    except ValidationError as exc:
+        raise InvalidInput(" ".join(exc.messages), errors={"password": exc.messages}) from None
+    try:
+        with transaction.atomic():
+            return model.objects.create_user(username=username, password=password)
+    except IntegrityError:  # registered a moment ago by someone else
+        message = "That username is already taken"
+        raise InvalidInput(message, errors={"username": [message + "."]}) from None

@@ -67,3 +67,20 @@ def count_failed_login(request: Any, username: str) -> None:
             cache.set(blocked, time.time() + retry_after, timeout=math.ceil(retry_after) + 1)
         except redis.RedisError:
             logger.warning("Redis did not answer: a login block could not be kept", exc_info=True)
+
+
+class RegistrationThrottle(LimitNamingThrottle):
+    """Accounts made per client address (THROTTLE_REGISTRATION_RATE), for the registration page:
+    one address cannot fill the database with accounts."""
+
+    scope = "registration"
+    limit_name = "registrations per address"
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+def count_registration(request: Any) -> None:
+    """Count an attempt to register from the request's address; raise Throttled (429) past
+    THROTTLE_REGISTRATION_RATE."""
+    RegistrationThrottle().allow_request(request, None)

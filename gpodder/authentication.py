@@ -1,11 +1,14 @@
-"""How gpodder apps authenticate: HTTP Basic on any request, after which a session cookie alone
-will do (docs/gpodder-api.md, "Authentication").
+"""How gpodder apps authenticate: HTTP Basic on any request, with the account's password or an
+app password, after which a session cookie alone will do (docs/gpodder-api.md,
+"Authentication").
 
 A password check is Argon2, tens of milliseconds by design, and Kasts sends Basic on every
 request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_CACHE_SECONDS,
 keyed by an HMAC of them (nothing that would log in is kept), and still reads the user on each
 request, so a changed password or a deactivation ends them at once in every process (the
-password hash they were verified against is compared, by an HMAC of it, each time).
+password hash they were verified against is compared, by an HMAC of it, each time). An app
+password is looked up again on each request instead, and so is the one a session was made with:
+revoking it ends its app's access at once.
 """
 
 import binascii
@@ -17,12 +20,14 @@ from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
+from accounts.authentication import app_password_stands
+from accounts.services import APP_PASSWORD_SESSION_KEY, app_authenticate
 from accounts.throttles import count_failed_login, refuse_while_throttled
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -35,21 +40,23 @@ def _digest(*parts: str) -> bytes:
 
 
 class _Credentials:
-    """Credentials this process verified: HMAC of (username, password) -> the user's id and an
-    HMAC of the password hash it was verified against."""
+    """Credentials this process verified: HMAC of (username, password) -> the user's id, an
+    HMAC of the password hash it was verified against, and the app password's id (None for the
+    account's own password)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._known: TTLCache[bytes, tuple[Any, bytes]] | None = None
+        self._known: TTLCache[bytes, tuple[Any, bytes, int | None]] | None = None
 
-    def _cache(self) -> TTLCache[bytes, tuple[Any, bytes]]:
+    def _cache(self) -> TTLCache[bytes, tuple[Any, bytes, int | None]]:
         if self._known is None:  # made on first use, when the settings are known
             self._known = TTLCache(maxsize=10_000, ttl=settings.GPODDER_CREDENTIAL_CACHE_SECONDS)
         return self._known
 
-    def user(self, username: str, password: str) -> AbstractBaseUser | None:
+    def user(self, username: str, password: str) -> tuple[AbstractBaseUser, int | None] | None:
         """The active user these credentials were verified for, if they still hold (the same
-        username and password hash: a rename or a new password ends them)."""
+        username and password hash: a rename or a new password ends them; for an app password,
+        the app password still there), with the app password's id."""
         if not settings.GPODDER_CREDENTIAL_CACHE_SECONDS:
             return None
         key = _digest(username, password)
@@ -57,22 +64,35 @@ class _Credentials:
             known = self._cache().get(key)
         if known is None:
             return None
-        user_id, password_hash = known
+        user_id, password_hash, app_password_id = known
         user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
         if (
             user is None
             or user.get_username() != username
-            or not hmac.compare_digest(_digest(user.password), password_hash)
+            or (
+                app_password_id is None
+                and not hmac.compare_digest(_digest(user.password), password_hash)
+            )
+            or (
+                app_password_id is not None
+                and not app_password_stands(user_id=user_id, app_password_id=app_password_id)
+            )
         ):
             with self._lock:
                 self._cache().pop(key, None)
             return None
-        return user
+        return user, app_password_id
 
-    def remember(self, username: str, password: str, user: AbstractBaseUser) -> None:
+    def remember(
+        self, username: str, password: str, user: AbstractBaseUser, app_password_id: int | None
+    ) -> None:
         if settings.GPODDER_CREDENTIAL_CACHE_SECONDS:
             with self._lock:
-                self._cache()[_digest(username, password)] = (user.pk, _digest(user.password))
+                self._cache()[_digest(username, password)] = (
+                    user.pk,
+                    _digest(user.password),
+                    app_password_id,
+                )
 
     def clear(self) -> None:
         with self._lock:
@@ -98,34 +118,41 @@ def _basic_credentials(encoded: str) -> tuple[str, str]:
 
 
 class GpodderAuthentication(BaseAuthentication):
-    """HTTP Basic (the account's username and password), else the session cookie a successful
-    Basic authentication set. No CSRF token: the cookie is SameSite=Lax."""
+    """HTTP Basic (the account's username and its password or an app password), else the
+    session cookie a successful Basic authentication set. No CSRF token: the cookie is
+    SameSite=Lax. `request.app_password_id` names the app password used (None: none)."""
 
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
         django_request = request._request
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if header[:6].lower() == "basic ":
-            user = self._basic_user(request, header[6:])
+            user, app_password_id = self._basic_user(request, header[6:])
             request.by_basic = True  # type: ignore[attr-defined]
+            request.app_password_id = app_password_id  # type: ignore[attr-defined]
             return user, None
         by_session = getattr(django_request, "user", None)
         if by_session is not None and by_session.is_authenticated:
+            app_password_id = django_request.session.get(APP_PASSWORD_SESSION_KEY)
+            if app_password_id is not None and not app_password_stands(
+                user_id=by_session.pk, app_password_id=app_password_id
+            ):
+                django_request.session.flush()  # its app password was revoked
+                return None
+            request.app_password_id = app_password_id  # type: ignore[attr-defined]
             return by_session, None
         return None
 
-    def _basic_user(self, request: Request, encoded: str) -> AbstractBaseUser:
+    def _basic_user(self, request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:
         username, password = _basic_credentials(encoded)
-        user = credentials.user(username, password)
-        if user is not None:
-            return user
+        known = credentials.user(username, password)
+        if known is not None:
+            return known
         refuse_while_throttled(request, username)
-        found: AbstractBaseUser | None = authenticate(
-            request._request, username=username, password=password
-        )
+        found = app_authenticate(request._request, username=username, password=password)
         if found is None:
             count_failed_login(request, username)
             raise AuthenticationFailed("Wrong username or password")
-        credentials.remember(username, password, found)
+        credentials.remember(username, password, *found)
         return found
 
     def authenticate_header(self, request: Request) -> str:

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.services import APP_PASSWORD_SESSION_KEY
 from api.negotiation import IgnoreAcceptNegotiation
 from api.params import query_param
 from api.renderers import JSONRenderer
@@ -51,8 +52,17 @@ class GpodderView(APIView):
         # A successful Basic authentication sets the session cookie, unless it came with the
         # cookie of this very user (an app sending both writes no session again).
         session = request._request.session
-        if getattr(request, "by_basic", False) and session.get(SESSION_KEY) != str(request.user.pk):
+        app_password_id = getattr(request, "app_password_id", None)
+        if getattr(request, "by_basic", False) and (
+            session.get(SESSION_KEY) != str(request.user.pk)
+            or session.get(APP_PASSWORD_SESSION_KEY) != app_password_id
+        ):
             login(request._request, request.user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
+            # The session remembers the app password it was made with: revoking it ends it.
+            if app_password_id is None:
+                session.pop(APP_PASSWORD_SESSION_KEY, None)
+            else:
+                session[APP_PASSWORD_SESSION_KEY] = app_password_id
 
 
 def follows_update_urls(request: Request) -> bool:

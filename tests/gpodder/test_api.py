@@ -122,8 +122,8 @@ def test_remembered_credentials_end_with_a_password_change_or_a_deactivation(ali
     assert_error(fresh.get("/api/2/devices/alice.json"), 401)
     # Another process that remembered the old password: its cache is not told, but the
     # password hash it was verified against is gone.
-    credentials.remember("alice", PASSWORD, alice.__class__.objects.get(pk=alice.pk))
-    credentials._cache()[next(iter(credentials._cache()))] = (alice.pk, b"stale")
+    credentials.remember("alice", PASSWORD, alice.__class__.objects.get(pk=alice.pk), None)
+    credentials._cache()[next(iter(credentials._cache()))] = (alice.pk, b"stale", None)
     assert_error(fresh.get("/api/2/devices/alice.json"), 401)
 
     alice.set_password(PASSWORD)
@@ -452,16 +452,16 @@ def test_the_session_is_not_written_again_while_the_cookie_comes_back(app, alice
 def test_basic_on_every_request_without_cookies_checks_the_password_once(alice, monkeypatch):
     """Kasts' worst case: Basic every time and no cookie kept. Logging in each time (which saves
     the user's last_login) must not forget the verified credentials, nor count login attempts."""
-    from gpodder import authentication
+    from accounts import services
 
     checks: list[str] = []
-    real = authentication.authenticate
+    real = services.authenticate
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         checks.append(kwargs["username"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(authentication, "authenticate", counted)
+    monkeypatch.setattr(services, "authenticate", counted)
     monkeypatch.setattr(LoginThrottle, "THROTTLE_RATES", {"user": "1000/min", "login": "3/min"})
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=basic("alice"))

@@ -1,0 +1,42 @@
+"""What the service keeps about people beyond Django's user: their app passwords."""
+
+from django.conf import settings
+from django.db import models
+
+
+class AppPassword(models.Model):
+    """A password for one app, made by its person and shown to them once.
+
+    Only a SHA-256 digest of it is kept. It is 120 random bits, so a slow hash like the account
+    password's Argon2 would add nothing against guessing; a plain digest lets a login find it by
+    an index, without trying every app password of the account. Revoking one deletes the row,
+    which ends the app's tokens and sessions: they name it, and it is gone.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="app_passwords",
+        db_index=False,  # the unique constraint below starts with it
+    )
+    name = models.CharField(max_length=100, help_text="The app it is for, in its person's words.")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the password.")
+    created = models.DateTimeField()
+    last_used = models.DateTimeField(
+        null=True, blank=True, help_text="When an app last signed in with it (to the minute)."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "name"], name="apppassword_user_name_unique"),
+            models.CheckConstraint(
+                condition=models.Q(name__regex=r"\S"), name="apppassword_name_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(digest__regex=r"^[0-9a-f]{64}$"),
+                name="apppassword_digest_sha256",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
