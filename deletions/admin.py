@@ -1,11 +1,12 @@
-"""Staff view of deletions, filterable by status and user, with an action to re-run them."""
+"""Staff view of deletions, filterable by status and user, with an action to re-run them; and of
+accounts' deletions."""
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from deletions import services
-from deletions.models import Deletion
+from deletions.models import AccountDeletion, Deletion
 
 
 @admin.register(Deletion)
@@ -36,6 +37,25 @@ class DeletionAdmin(admin.ModelAdmin):
             )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(AccountDeletion)
+class AccountDeletionAdmin(admin.ModelAdmin):
+    """Read-only: an account's deletion is asked for by its person, on their pages."""
+
+    list_display = ["username", "status", "requested", "finished", "attempts", "message"]
+    list_filter = ["status"]
+    search_fields = ["username"]
+    readonly_fields = [field.name for field in AccountDeletion._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:

@@ -1,4 +1,7 @@
-"""Requests to delete a subscription, processed asynchronously by a Celery worker."""
+"""Requests to delete a subscription, or a whole account, processed asynchronously by a Celery
+worker."""
+
+import uuid
 
 from django.conf import settings
 from django.db import models
@@ -55,3 +58,50 @@ class Deletion(models.Model):
 
     def __str__(self) -> str:
         return f"Deletion {self.pk} of {self.guid}: {self.status}"
+
+
+class AccountDeletion(models.Model):
+    """One request to delete a whole account, and how it ended.
+
+    The person is signed out at once; a worker then deletes the user with everything of it in
+    one transaction. `key` is random: the status page is reached by it, since the account that
+    asked is signed out, then gone (and `user` with it). At most one is PENDING per user.
+    """
+
+    Status = Deletion.Status
+
+    key = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="account_deletions",
+    )
+    username = models.CharField(max_length=150, help_text="The account's name when asked.")
+    status = models.CharField(max_length=7, choices=Status.choices, default=Status.PENDING)
+    message = models.TextField(blank=True)
+    requested = models.DateTimeField()
+    finished = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(
+        default=0, help_text="How many times a worker has started on it."
+    )
+    sends = models.PositiveIntegerField(default=0, help_text="How many times it has been sent.")
+    last_sent = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user"],
+                condition=Q(status="PENDING"),
+                name="accountdeletion_one_pending_per_user",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["PENDING", "SUCCESS", "FAILURE"]),
+                name="accountdeletion_status_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "last_sent"], name="accountdel_status_sent_idx")]
+
+    def __str__(self) -> str:
+        return f"Deletion of the account {self.username}: {self.status}"

@@ -4,7 +4,7 @@ from collections.abc import Collection
 from typing import Any
 
 from core.exceptions import NotFound
-from deletions.models import Deletion
+from deletions.models import AccountDeletion, Deletion
 
 
 def deletion_get(*, user: Any, deletion_id: int) -> Deletion:
@@ -22,3 +22,11 @@ def deletion_pending_for(*, subscriptions: Collection[Any]) -> bool:
     return Deletion.objects.filter(
         subscription__in=subscriptions, status=Deletion.Status.PENDING
     ).exists()
+
+
+def account_deletion_by_key(*, key: Any) -> AccountDeletion:
+    """An account's deletion by its random key (its status page)."""
+    deletion = AccountDeletion.objects.filter(key=key).first()
+    if deletion is None:
+        raise NotFound()
+    return deletion

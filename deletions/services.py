@@ -1,10 +1,16 @@
-"""Deleting a subscription: the request, the work a Celery worker does, and the sweep.
+"""Deleting a subscription, or a whole account: the request, the work a Celery worker does, and
+the sweep.
 
 The lifecycle (docs/api.md, "Deletion"): DELETE writes a PENDING Deletion and sends the task after
 commit. The task claims the deletion under a row lock and does the whole deletion in one
 transaction, so a redelivered or duplicate message finds it finished and does nothing. A periodic
 sweep re-sends deletions left pending (lost message, broker down, worker killed) and fails them
 after a bounded number of attempts, so none stays PENDING.
+
+An account's deletion (docs/web.md, "Deleting an account") goes the same way: the request
+deactivates the account at once and records a PENDING AccountDeletion; the worker deletes the user
+with everything of it, in one transaction; a failure leaves everything and activates the account
+again.
 """
 
 import logging
@@ -14,11 +20,14 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, Q
+from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 
+from accounts.authentication import active_users
 from core import clock
-from deletions.models import Deletion
+from deletions.models import AccountDeletion, Deletion
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_by_guid
 from subscriptions.services import lock_user_writes, subscription_mark_deleted
@@ -34,6 +43,11 @@ RESUBSCRIBED = (
     "nothing was deleted"
 )
 MERGED = "The subscription was merged into another before the deletion ran: nothing was deleted"
+ACCOUNT_DELETED = "The account and everything of it were deleted"
+ACCOUNT_KEPT = (
+    "The account could not be deleted and nothing of it was: it is active again, so you can "
+    "sign in and try again"
+)
 
 
 def deletion_request(*, user: Any, guid: uuid.UUID) -> Deletion:
@@ -122,7 +136,7 @@ def _out_of_attempts(count: int) -> str:
     return f"The deletion could not be processed after {count} attempts and was rolled back"
 
 
-def _finish(deletion: Deletion, status: str, message: str) -> str:
+def _finish(deletion: Any, status: str, message: str) -> str:
     deletion.status = status
     deletion.message = message
     deletion.finished = clock.now()
@@ -172,12 +186,12 @@ def deletion_retry(*, deletion_ids: list[int]) -> int:
 
 
 def deletion_sweep(*, resend_after: float | None = None) -> dict[str, int]:
-    """Re-send the deletions still pending that need it (docs/api.md, "Deletion"): at once
-    those whose last send failed (the broker was away); and those sent more than
-    `resend_after` seconds ago (default: DELETION_RESEND_AFTER) while the deletions' queue is
-    empty, whose message was lost or taken by a worker that died (Redis would hand it out again
-    only after its visibility timeout). Fail those already sent DELETION_MAX_SENDS times, whose
-    messages keep getting lost. Run by Celery beat.
+    """Re-send the deletions (of subscriptions and of accounts) still pending that need it
+    (docs/api.md, "Deletion"): at once those whose last send failed (the broker was away); and
+    those sent more than `resend_after` seconds ago (default: DELETION_RESEND_AFTER) while the
+    deletions' queue is empty, whose message was lost or taken by a worker that died (Redis would
+    hand it out again only after its visibility timeout). Fail those already sent
+    DELETION_MAX_SENDS times, whose messages keep getting lost. Run by Celery beat.
 
     While the queue holds messages, the workers are behind or away, and the deletions wait in
     it: sending them again would only queue copies. So none is sent twice in normal operation.
@@ -188,27 +202,31 @@ def deletion_sweep(*, resend_after: float | None = None) -> dict[str, int]:
     lost = Q(last_sent__lt=now - timedelta(seconds=resend_after))
     due = Q(last_sent__isnull=True) | lost if _deletions_queued() == 0 else Q(last_sent=None)
     resent = failed = 0
-    with transaction.atomic():
-        stale = (
-            Deletion.objects.select_for_update(skip_locked=True)
-            .filter(due, status=Deletion.Status.PENDING)
-            .order_by(F("last_sent").asc(nulls_first=True))[: settings.DELETION_SWEEP_BATCH]
-        )
-        for deletion in stale:
-            if deletion.sends >= settings.DELETION_MAX_SENDS:
-                _finish(
-                    deletion,
-                    Deletion.Status.FAILURE,
-                    f"The deletion was sent {deletion.sends} times without being processed "
-                    "and was rolled back",
-                )
-                failed += 1
-                continue
-            deletion.sends += 1
-            deletion.last_sent = now
-            deletion.save(update_fields=["sends", "last_sent"])
-            transaction.on_commit(partial(deletion_send, deletion_id=deletion.pk))
-            resent += 1
+    for queryset, send, finish in (
+        (Deletion.objects.all(), deletion_send, _finish),
+        (AccountDeletion.objects.all(), account_deletion_send, _account_finish),
+    ):
+        with transaction.atomic():
+            stale = (
+                queryset.select_for_update(skip_locked=True)
+                .filter(due, status=Deletion.Status.PENDING)
+                .order_by(F("last_sent").asc(nulls_first=True))[: settings.DELETION_SWEEP_BATCH]
+            )
+            for deletion in stale:
+                if deletion.sends >= settings.DELETION_MAX_SENDS:
+                    finish(
+                        deletion,
+                        Deletion.Status.FAILURE,
+                        f"The deletion was sent {deletion.sends} times without being processed "
+                        "and was rolled back",
+                    )
+                    failed += 1
+                    continue
+                deletion.sends += 1
+                deletion.last_sent = now
+                deletion.save(update_fields=["sends", "last_sent"])
+                transaction.on_commit(partial(send, deletion_id=deletion.pk))
+                resent += 1
     return {"resent": resent, "failed": failed}
 
 
@@ -228,3 +246,97 @@ def _deletions_queued() -> int:
     except Exception:  # whatever the broker client raised: leave it to the next sweep
         logger.warning("Could not read the deletions' queue length", exc_info=True)
         return -1
+
+
+def account_deletion_request(*, user: Any) -> AccountDeletion:
+    """Sign the user out everywhere and have the account deleted; returns the deletion (the one
+    already pending, if any). The task is sent after commit.
+
+    The account is deactivated now: its sessions, gpodder credentials and app passwords stop
+    working at once, its refresh tokens are revoked, and its access tokens are refused within
+    AUTH_USER_CACHE_SECONDS (each web process's cache of active users).
+    """
+    with transaction.atomic():
+        now = lock_user_writes(user.pk)
+        pending = AccountDeletion.objects.filter(
+            user=user, status=AccountDeletion.Status.PENDING
+        ).first()
+        if pending is not None:
+            return pending
+        get_user_model().objects.filter(pk=user.pk).update(is_active=False)
+        active_users.forget([user.pk])
+        outstanding = OutstandingToken.objects.filter(user=user, blacklistedtoken__isnull=True)
+        BlacklistedToken.objects.bulk_create(
+            [BlacklistedToken(token=token) for token in outstanding], ignore_conflicts=True
+        )
+        deletion = AccountDeletion.objects.create(
+            user=user, username=user.get_username(), requested=now, sends=1, last_sent=now
+        )
+        transaction.on_commit(partial(account_deletion_send, deletion_id=deletion.pk))
+    return deletion
+
+
+def account_deletion_send(*, deletion_id: int) -> None:
+    """Hand the account's deletion to a worker (or, without a broker, run it now); a broker
+    that cannot be reached leaves it to the sweep, as deletion_send does."""
+    from deletions.tasks import process_account_deletion
+
+    try:
+        process_account_deletion.delay(deletion_id)
+    except Exception:  # whatever the broker client raised, the sweep will retry
+        logger.warning(
+            "Could not send account deletion %s; the sweep will resend it",
+            deletion_id,
+            exc_info=True,
+        )
+        AccountDeletion.objects.filter(
+            pk=deletion_id, status=AccountDeletion.Status.PENDING
+        ).update(last_sent=None)
+
+
+def account_deletion_process(*, deletion_id: int) -> str:
+    """Delete the account with everything of it, in one transaction; returns the status it
+    ended with. Every app's rows go by the user's cascade (subscriptions with their histories,
+    devices, episode actions, deletions, app passwords, tokens). An error rolls it all back and
+    propagates, as in deletion_process."""
+    started = AccountDeletion.objects.filter(
+        pk=deletion_id, status=AccountDeletion.Status.PENDING
+    ).update(attempts=F("attempts") + 1)
+    if not started:
+        return "skipped"  # a duplicate or redelivered message: the work is done
+    user_id = AccountDeletion.objects.values_list("user_id", flat=True).get(pk=deletion_id)
+    with transaction.atomic():
+        if user_id is not None:
+            lock_user_writes(user_id)  # no write of the account runs alongside
+        deletion = AccountDeletion.objects.select_for_update().get(pk=deletion_id)
+        if deletion.status != AccountDeletion.Status.PENDING:
+            return "skipped"
+        if deletion.attempts > settings.DELETION_MAX_ATTEMPTS:
+            return _account_finish(
+                deletion, AccountDeletion.Status.FAILURE, _out_of_attempts(deletion.attempts - 1)
+            )
+        if deletion.user_id is not None:
+            get_user_model().objects.filter(pk=deletion.user_id).delete()
+        return _account_finish(deletion, AccountDeletion.Status.SUCCESS, ACCOUNT_DELETED)
+
+
+def _account_finish(deletion: Any, status: str, message: str) -> str:
+    """End an account's deletion; a failed one activates the account again, since nothing of
+    it was deleted."""
+    if status == AccountDeletion.Status.FAILURE:
+        message = f"{message}. {ACCOUNT_KEPT}"
+        if deletion.user_id is not None:
+            get_user_model().objects.filter(pk=deletion.user_id).update(is_active=True)
+    deletion.status = status
+    deletion.message = message
+    deletion.finished = clock.now()
+    deletion.save(update_fields=["status", "message", "finished"])
+    return status
+
+
+def account_deletion_fail(*, deletion_id: int) -> None:
+    """End an account's deletion that is still PENDING as FAILURE (its work was rolled back)."""
+    with transaction.atomic():
+        deletion = AccountDeletion.objects.select_for_update().filter(pk=deletion_id).first()
+        if deletion is not None and deletion.status == AccountDeletion.Status.PENDING:
+            _account_finish(deletion, AccountDeletion.Status.FAILURE, ROLLED_BACK)

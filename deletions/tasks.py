@@ -27,3 +27,16 @@ def process_deletion(deletion_id: int) -> str:
 @shared_task(queue="celery")
 def sweep_deletions() -> dict[str, int]:
     return services.deletion_sweep()
+
+
+class AccountDeletionTask(Task):
+    def on_failure(
+        self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any
+    ) -> None:
+        """Retries are spent: the account's deletion ends as FAILURE, the account active."""
+        services.account_deletion_fail(deletion_id=args[0])
+
+
+@shared_task(base=AccountDeletionTask, queue="deletions", max_retries=5, **RELIABLE)
+def process_account_deletion(deletion_id: int) -> str:
+    return services.account_deletion_process(deletion_id=deletion_id)
