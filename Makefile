@@ -25,6 +25,7 @@ run: $(VENV)/.runtime
 	$(BIN)/python manage.py sweep_deletions --all
 	$(BIN)/python manage.py ensure_staff
 	@echo ""
+	@echo "  Your pages: http://$(HOST):$(PORT)/  (sign in with the staff account above, or any account)"
 	@echo "  API root:  http://$(HOST):$(PORT)/v1/"
 	@echo "  API docs:  http://$(HOST):$(PORT)/v1/docs/"
 	@echo "  Admin:     http://$(HOST):$(PORT)/admin/  (log in with the staff account above)"

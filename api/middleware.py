@@ -3,6 +3,7 @@ error object; the admin's middleware, which /v1/ requests skip."""
 
 from collections.abc import Callable
 
+from csp import middleware as csp
 from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
@@ -93,4 +94,8 @@ class AuthenticationMiddleware(SkippedForApi, auth.AuthenticationMiddleware):
 
 
 class MessageMiddleware(SkippedForApi, messages.MessageMiddleware):
+    pass
+
+
+class CSPMiddleware(SkippedForApi, csp.CSPMiddleware):
     pass

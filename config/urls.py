@@ -1,4 +1,5 @@
-"""URLs: the versioned API under /v1/, the admin, and the health check.
+"""URLs: the versioned API under /v1/, the gpodder API, the admin, the health check, and the
+account holders' pages at the root.
 
 Each app lists its own routes; a new /v1/ route goes into its app's urls.py, or into the list
 below (docs/architecture.md, "A new endpoint").
@@ -48,6 +49,8 @@ urlpatterns = [
     path("subscriptions/", include(api.versioned(gpodder.simple))),
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
+    # The account holders' own pages (docs/web.md), last: their paths are the site's root.
+    path("", include("web.urls")),
 ]
 
 handler400 = "api.errors.bad_request"

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core import clock
-from core.exceptions import InvalidInput
+from core.exceptions import InvalidInput, NotFound
 from gpodder import selectors
 from gpodder.feedurls import sanitized
 from gpodder.models import Device, DeviceFeed
@@ -102,6 +102,15 @@ def device_update(
     if changed:
         Device.objects.filter(pk=device.pk).update(**changed)
     return device
+
+
+def device_remove(*, user: Any, device_id: str) -> None:
+    """Remove the user's device with what it alone held: the spellings of the feed URLs it sent.
+    Its episode actions stay, without a device: they are the user's listening history. The app
+    comes back as a new device the next time it syncs."""
+    deleted, _ = Device.objects.filter(user=user, device_id=device_id).delete()
+    if not deleted:
+        raise NotFound()
 
 
 @dataclass

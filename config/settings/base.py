@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "feedchecks",
     "gpodder",
     "episodes",
+    "web",
 ]
 
 MIDDLEWARE = [
@@ -63,6 +64,7 @@ MIDDLEWARE = [
     "api.middleware.AuthenticationMiddleware",
     "api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "api.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -79,6 +81,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "web.context.section",
             ],
         },
     },
@@ -197,6 +200,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
         "login": env.str("THROTTLE_LOGIN_RATE", default="10/min"),
+        "registration": env.str("THROTTLE_REGISTRATION_RATE", default="5/hour"),
     },
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -215,6 +219,10 @@ SIMPLE_JWT = {
     "UPDATE_LAST_LOGIN": True,
     "AUTH_HEADER_TYPES": ("Bearer",),
 }
+# People create their own accounts on the sign-in page when true (docs/web.md); staff otherwise.
+REGISTRATION_OPEN = env.bool("REGISTRATION_OPEN", default=False)
+# App passwords per account (docs/web.md, "Account and app passwords").
+MAX_APP_PASSWORDS = env.int("MAX_APP_PASSWORDS", default=50)
 # How long a web process trusts that a token's user is still active before reading it again
 # (accounts.authentication.active_users): a deactivation reaches every process within this; 0
 # reads it on every request.
@@ -257,9 +265,12 @@ DELETION_SWEEP_INTERVAL = env.float("DELETION_SWEEP_INTERVAL", default=20.0)
 DELETION_SWEEP_BATCH = env.int("DELETION_SWEEP_BATCH", default=1000)
 
 # --- Feed identity checks (docs/api.md, "Feed identity") -------------------------------------
-# On by default wherever a broker runs them in the background; in-process (no REDIS_URL) a
-# fetch would hold the API answer for up to FEED_FETCH_TIMEOUT seconds per feed, so it is off.
-FEED_CHECKS_ENABLED = env.bool("FEED_CHECKS_ENABLED", default=bool(REDIS_URL))
+# On by default: a worker runs them; without a broker (no REDIS_URL), a background thread of
+# the web process does, so that the request adding a feed never waits for its fetch.
+FEED_CHECKS_ENABLED = env.bool("FEED_CHECKS_ENABLED", default=True)
+# The web process's threads that run checks without a broker; 0 runs them in the request, after
+# its commit (the tests that follow a check step by step).
+FEED_CHECK_THREADS = env.int("FEED_CHECK_THREADS", default=2)
 # A feed URL is fetched at most once per this many seconds, whoever subscribes to it.
 FEED_CHECK_INTERVAL = env.int("FEED_CHECK_INTERVAL", default=24 * 3600)
 # Networks the fetcher may reach although they are not public, e.g. 127.0.0.0/8 in tests.
@@ -323,6 +334,26 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# The account holders' pages and the admin (docs/web.md, "Security"): no inline script or
+# style, no framing, forms post only here. /v1/ answers JSON and skips it (so its docs page,
+# which runs inline set-up code, keeps working). Artwork comes from each podcast's own host,
+# over http or https, sent without a referrer (the templates say so on each image).
+SELF = "'self'"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "https:", "http:", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": [SELF],
+        "frame-ancestors": ["'none'"],
+    }
+}
+LOGIN_URL = "web:login"
+LOGIN_REDIRECT_URL = "web:podcasts"
+LOGOUT_REDIRECT_URL = "web:login"
 # HSTS for subdomains and preloading commit every host of the domain: the operator opts in.
 SILENCED_SYSTEM_CHECKS = env.list(
     "SILENCED_SYSTEM_CHECKS", default=["security.W005", "security.W021"]

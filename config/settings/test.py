@@ -28,3 +28,5 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 AUTH_USER_CACHE_SECONDS = 3600
 # The suite adds feeds at made-up hosts: no test fetches one unless it turns checks on.
 FEED_CHECKS_ENABLED = False
+# The feed tests that turn checks on follow each one within the request that asked for it.
+FEED_CHECK_THREADS = 0

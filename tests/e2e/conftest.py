@@ -15,6 +15,10 @@ from kombu import pools as kombu_pools
 
 from config.celery import app
 from tests import servers
+from tests.e2e.browser import browser, plain_http_cookies
+
+# The browser's fixtures, for every test of pages here.
+__all__ = ["browser", "plain_http_cookies"]
 
 
 @pytest.fixture(scope="session")

@@ -7,15 +7,10 @@ packages (scripts/install-servers.sh installs them): when they are missing the t
 is not skipped.
 """
 
-import os
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions
@@ -24,49 +19,13 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from deletions.models import Deletion
 from episodes import services
 from episodes.actions import actions_parsed
+from tests.e2e.browser import OUTPUT_DIR
 from tests.factories import UserFactory
 from tests.helpers import subscribe
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
-OUTPUT_DIR = Path(
-    os.environ.get("TEST_OUTPUT_DIR", Path(__file__).resolve().parents[2] / "test-output")
-)
 PASSWORD = "a long and unusual staff passphrase 1"
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def browser() -> Iterator[WebDriver]:
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not os.access(path, os.X_OK):
-            # Failing, not skipping: a browser test that silently never runs tests nothing.
-            pytest.fail(f"{path} is missing: run scripts/install-servers.sh (make test does)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",  # the tests may run as root, which Chromium's sandbox refuses
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1280,900",
-    ):
-        options.add_argument(argument)
-    # An explicit driver path: Selenium Manager would otherwise try to download one.
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    driver.implicitly_wait(5)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-@pytest.fixture
-def plain_http_cookies(settings: Any) -> None:
-    """The live server speaks plain HTTP: cookies marked Secure would not come back."""
-    settings.SESSION_COOKIE_SECURE = False
-    settings.CSRF_COOKIE_SECURE = False
 
 
 def log_in(browser: WebDriver, base: str) -> None:

@@ -1,0 +1,85 @@
+"""Headless Chromium driven by Selenium, for the tests of pages (the admin's and the account
+holders'), with what they check on each page: a screenshot, and axe-core's accessibility rules.
+
+Chromium and chromedriver come from Debian's packages (scripts/install-servers.sh installs them):
+when they are missing the tests fail, they are not skipped. Screenshots go under TEST_OUTPUT_DIR
+(default `test-output/`, git-ignored), in `e2e/`.
+"""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from axe_core_python.selenium import Axe
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+OUTPUT_DIR = Path(
+    os.environ.get("TEST_OUTPUT_DIR", Path(__file__).resolve().parents[2] / "test-output")
+)
+# axe-core's impact levels that fail a page.
+FAILING_IMPACTS = {"serious", "critical"}
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(path, os.X_OK):
+            # Failing, not skipping: a browser test that silently never runs tests nothing.
+            pytest.fail(f"{path} is missing: run scripts/install-servers.sh (make test does)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # the tests may run as root, which Chromium's sandbox refuses
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,900",
+    ):
+        options.add_argument(argument)
+    # Downloads land where a test can read them.
+    downloads = OUTPUT_DIR / "e2e" / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    options.add_experimental_option(
+        "prefs",
+        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
+    )
+    # An explicit driver path: Selenium Manager would otherwise try to download one.
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.implicitly_wait(5)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def plain_http_cookies(settings: Any) -> None:
+    """The live server speaks plain HTTP: cookies marked Secure would not come back."""
+    settings.SESSION_COOKIE_SECURE = False
+    settings.CSRF_COOKIE_SECURE = False
+
+
+def screenshot(driver: WebDriver, name: str) -> Path:
+    """Save what the browser shows as `e2e/<name>.png`, and check it is a real picture."""
+    OUTPUT_DIR.joinpath("e2e").mkdir(parents=True, exist_ok=True)
+    path = OUTPUT_DIR / "e2e" / f"{name}.png"
+    assert driver.save_screenshot(str(path))
+    assert path.stat().st_size > 1000
+    return path
+
+
+def accessibility_violations(driver: WebDriver) -> list[str]:
+    """axe-core's serious and critical violations on the page the browser shows, one line each."""
+    results = Axe().run(driver)
+    return [
+        f"{violation['id']} ({violation['impact']}): {violation['help']} at "
+        + ", ".join(str(node["target"]) for node in violation["nodes"][:3])
+        for violation in results["violations"]
+        if violation.get("impact") in FAILING_IMPACTS
+    ]

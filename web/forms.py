@@ -1,0 +1,120 @@
+"""The pages' forms: each checks what a person typed and names what is wrong, in their words."""
+
+import unicodedata
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth.forms import AuthenticationForm
+
+from gpodder.models import Device
+
+
+def _printable(value: str, label: str) -> str:
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
+        raise forms.ValidationError(f"{label} must not contain control characters.")
+    return value
+
+
+class SignInForm(AuthenticationForm):
+    """Django's sign-in form: the account's own password only, never an app password."""
+
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "Wrong username or password.",
+    }
+
+
+class PodcastSearchForm(forms.Form):
+    STATUSES = [
+        ("", "Subscribed and unsubscribed"),
+        ("subscribed", "Subscribed"),
+        ("unsubscribed", "Unsubscribed"),
+        ("deleted", "Deleted"),
+        ("all", "All, deleted included"),
+    ]
+
+    q = forms.CharField(label="Search", required=False, max_length=200, strip=True)
+    status = forms.ChoiceField(label="Show", choices=STATUSES, required=False)
+
+    def clean_q(self) -> str:
+        return _printable(self.cleaned_data["q"], "The search")
+
+
+class SubscriptionForm(forms.Form):
+    subscribe = forms.BooleanField(required=False)
+
+
+class DeviceForm(forms.Form):
+    caption = forms.CharField(label="Name", required=False, max_length=255, strip=True)
+    type = forms.ChoiceField(label="Type", choices=Device.Type.choices)
+
+    def clean_caption(self) -> str:
+        return _printable(self.cleaned_data["caption"], "The name")
+
+
+class OpmlUploadForm(forms.Form):
+    file = forms.FileField(label="OPML file")
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        limit = settings.MAX_BODY_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is too large: the limit is {limit} bytes (MAX_BODY_BYTES)."
+            )
+        return upload
+
+
+class AppPasswordForm(forms.Form):
+    name = forms.CharField(
+        label="App name",
+        max_length=100,
+        strip=True,
+        help_text="For instance the app and the device it runs on: “AntennaPod on my phone”.",
+    )
+
+
+class PasswordConfirmForm(forms.Form):
+    """The account's password, asked again before something that cannot be undone."""
+
+    password = forms.CharField(
+        label="Your password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}),
+    )
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+
+    def clean_password(self) -> str:
+        password = self.cleaned_data["password"]
+        if not self.user.check_password(password):
+            raise forms.ValidationError("That is not your password.")
+        return password
+
+
+class RegistrationForm(forms.Form):
+    username = forms.CharField(
+        label="Username",
+        max_length=150,
+        widget=forms.TextInput(attrs={"autocomplete": "username"}),
+        help_text="150 characters or fewer: letters, digits and @ . + - _ only.",
+    )
+    password = forms.CharField(
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+    password_again = forms.CharField(
+        label="Password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("password") and data.get("password") != data.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return data

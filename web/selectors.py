@@ -1,0 +1,255 @@
+"""What the pages read: a person's podcasts, devices, listening history and everything of theirs,
+each page in a constant number of queries however much they have (docs/web.md, "Speed")."""
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from django.core.paginator import Page, Paginator
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Lower, NullIf
+
+from api.fields import format_timestamp
+from core import clock
+from core.exceptions import NotFound
+from deletions.models import Deletion
+from episodes.models import EpisodeAction
+from feedchecks.selectors import subscriptions_with_feed_details
+from gpodder.models import Device, DeviceFeed
+from subscriptions import opml
+from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
+from subscriptions.selectors import subscription_current, subscriptions_titled
+
+PODCASTS_PER_PAGE = 50
+# The history page reads this many of the latest actions, and shows the latest of each episode.
+HISTORY_ACTIONS = 500
+HISTORY_EPISODES_PER_PODCAST = 10
+EXPORT_CHUNK = 2000
+
+
+def _shown(subscriptions: QuerySet[Subscription]) -> QuerySet[Subscription]:
+    """`subscriptions` with their feed's title, link and artwork, and their pending deletion."""
+    pending = Deletion.objects.filter(
+        subscription=OuterRef("pk"), status=Deletion.Status.PENDING
+    ).values("pk")[:1]
+    return subscriptions_with_feed_details(subscriptions).annotate(
+        pending_deletion=Subquery(pending)
+    )
+
+
+def podcasts_page(*, user: Any, query: str, status: str, page: Any) -> Page[Subscription]:
+    """One page of the user's subscriptions, by title (else feed URL): `query` finds it in
+    either; `status` is subscribed, unsubscribed, deleted, all, or "" for all but deleted."""
+    subscriptions = Subscription.objects.filter(user=user)
+    if status == "subscribed":
+        subscriptions = subscriptions.filter(is_subscribed=True, deleted__isnull=True)
+    elif status == "unsubscribed":
+        subscriptions = subscriptions.filter(is_subscribed=False, deleted__isnull=True)
+    elif status == "deleted":
+        subscriptions = subscriptions.filter(deleted__isnull=False)
+    elif status != "all":
+        subscriptions = subscriptions.filter(deleted__isnull=True)
+    shown = _shown(subscriptions)
+    if query:
+        shown = shown.filter(Q(feed_url__icontains=query) | Q(feed_title__icontains=query))
+    ordered = shown.order_by(Lower(Coalesce(NullIf("feed_title", Value("")), "feed_url")), "id")
+    return Paginator(ordered, PODCASTS_PER_PAGE).get_page(page)
+
+
+@dataclass
+class PodcastDetail:
+    subscription: Subscription
+    guids: list[SubscriptionGuid]
+    feeds: list[SubscriptionFeed]
+    deletions: list[Deletion]
+    actions: list[EpisodeAction]
+
+
+def podcast_detail(*, user: Any, guid: uuid.UUID) -> PodcastDetail:
+    """The user's subscription that has or had `guid`, with its histories, its latest
+    deletions and the latest episode actions on it. Another user's is not found."""
+    sub = _shown(Subscription.objects.filter(user=user, guid_history__guid=guid)).first()
+    if sub is None:
+        raise NotFound()
+    feeds = list(SubscriptionFeed.objects.filter(subscription=sub).order_by("assigned", "id"))
+    actions = (
+        EpisodeAction.objects.filter(user=user, podcast_key__in=[feed.key_digest for feed in feeds])
+        .select_related("device")
+        .order_by("-timestamp", "-id")[: HISTORY_EPISODES_PER_PODCAST * 2]
+    )
+    return PodcastDetail(
+        subscription=sub,
+        guids=list(SubscriptionGuid.objects.filter(subscription=sub).order_by("assigned", "id")),
+        feeds=feeds,
+        deletions=list(Deletion.objects.filter(subscription=sub).order_by("-requested")[:5]),
+        actions=list(actions),
+    )
+
+
+def devices_of(*, user: Any) -> list[Device]:
+    return list(Device.objects.filter(user=user).order_by("-last_used", "device_id"))
+
+
+def device_of(*, user: Any, device_id: str) -> Device:
+    device = Device.objects.filter(user=user, device_id=device_id).first()
+    if device is None:
+        raise NotFound()
+    return device
+
+
+@dataclass
+class PodcastHistory:
+    """A podcast's latest actions, the latest of each episode first."""
+
+    podcast: str
+    subscription: Subscription | None
+    actions: list[EpisodeAction] = field(default_factory=list)
+
+
+def history(*, user: Any) -> list[PodcastHistory]:
+    """The latest action of each recent episode, by podcast, the podcast played last first."""
+    recent = (
+        EpisodeAction.objects.filter(user=user)
+        .select_related("device")
+        .order_by("-timestamp", "-id")[:HISTORY_ACTIONS]
+    )
+    podcasts: dict[str, PodcastHistory] = {}
+    seen: set[tuple[str, str]] = set()
+    for action in recent:
+        if (action.podcast_key, action.episode) in seen:
+            continue
+        seen.add((action.podcast_key, action.episode))
+        shown = podcasts.setdefault(
+            action.podcast_key, PodcastHistory(podcast=action.podcast, subscription=None)
+        )
+        if len(shown.actions) < HISTORY_EPISODES_PER_PODCAST:
+            shown.actions.append(action)
+    if podcasts:
+        owners = dict(
+            SubscriptionFeed.objects.filter(user=user, key_digest__in=list(podcasts)).values_list(
+                "key_digest", "subscription_id"
+            )
+        )
+        subscriptions = _shown(Subscription.objects.filter(pk__in=set(owners.values())))
+        by_id = {sub.pk: sub for sub in subscriptions}
+        for digest, shown in podcasts.items():
+            shown.subscription = by_id.get(owners.get(digest, 0))
+    return list(podcasts.values())
+
+
+def _when(value: Any) -> str | None:
+    return format_timestamp(value) if value is not None else None
+
+
+def _json(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+def everything(*, user: Any) -> Iterator[bytes]:
+    """Everything the service holds about the user, as one JSON document, written piece by
+    piece so that a long history is never held in memory whole (docs/web.md, "Your data")."""
+    yield b'{"exported":' + _json(format_timestamp(clock.now()))
+    yield b',"account":' + _json(
+        {
+            "username": user.get_username(),
+            "date_joined": _when(getattr(user, "date_joined", None)),
+        }
+    )
+    yield b',"subscriptions":['
+    subscriptions = (
+        subscriptions_with_feed_details(Subscription.objects.filter(user=user))
+        .prefetch_related("guid_history", "feed_history")
+        .order_by("id")
+    )
+    for index, sub in enumerate(subscriptions):
+        yield (b"," if index else b"") + _json(
+            {
+                "guid": str(sub.guid),
+                "feed_url": sub.feed_url,
+                "title": getattr(sub, "feed_title", "") or None,
+                "is_subscribed": sub.is_subscribed,
+                "deleted": _when(sub.deleted),
+                "created": _when(sub.created),
+                "subscription_changed": _when(sub.subscription_changed),
+                "guid_changed": _when(sub.guid_changed),
+                "guid_history": [
+                    {
+                        "guid": str(g.guid),
+                        "assigned": _when(g.assigned),
+                        "replaced": _when(g.replaced),
+                    }
+                    for g in sub.guid_history.all()
+                ],
+                "feed_url_history": [
+                    {"url": f.url, "assigned": _when(f.assigned)} for f in sub.feed_history.all()
+                ],
+            }
+        )
+    yield b'],"devices":['
+    devices = Device.objects.filter(user=user).order_by("device_id")
+    spellings: dict[int, list[dict[str, Any]]] = {}
+    for feed in DeviceFeed.objects.filter(device__user=user).order_by("device_id", "id"):
+        spellings.setdefault(feed.device_id, []).append({"url": feed.url, "sent": _when(feed.sent)})
+    for index, device in enumerate(devices):
+        yield (b"," if index else b"") + _json(
+            {
+                "id": device.device_id,
+                "caption": device.caption,
+                "type": device.type,
+                "created": _when(device.created),
+                "last_used": _when(device.last_used),
+                "feed_url_spellings": spellings.get(device.pk, []),
+            }
+        )
+    yield b'],"episode_actions":['
+    actions = (
+        EpisodeAction.objects.filter(user=user)
+        .order_by("received", "id")
+        .values_list(
+            "podcast",
+            "episode",
+            "guid",
+            "action",
+            "timestamp",
+            "received",
+            "device__device_id",
+            "started",
+            "position",
+            "total",
+        )
+    )
+    first = True
+    for podcast, episode, guid, action, timestamp, received, device_id, *play in actions.iterator(
+        chunk_size=EXPORT_CHUNK
+    ):
+        item: dict[str, Any] = {
+            "podcast": podcast,
+            "episode": episode,
+            "action": action,
+            "timestamp": _when(timestamp),
+            "received": _when(received),
+            "device": device_id,
+        }
+        if guid:
+            item["guid"] = guid
+        if action == EpisodeAction.Action.PLAY:
+            item.update(
+                {
+                    k: v
+                    for k, v in zip(("started", "position", "total"), play, strict=True)
+                    if v is not None
+                }
+            )
+        yield (b"" if first else b",") + _json(item)
+        first = False
+    yield b"]}"
+
+
+def opml_feeds(*, user: Any) -> Iterator[opml.OpmlFeed]:
+    """The user's current subscriptions for an OPML export, titled when a feed check knows."""
+    titled = subscriptions_titled(subscription_current(user=user))
+    found = titled.values_list("feed_url", "feed_title")  # type: ignore[misc]
+    for url, title in found.iterator(chunk_size=EXPORT_CHUNK):
+        yield opml.OpmlFeed(url=url, title=title or None)

@@ -1,0 +1,40 @@
+"""How the pages word episode actions and durations."""
+
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def duration(seconds: Any) -> str:
+    """3725 -> "1:02:05"; 65 -> "1:05"."""
+    if not isinstance(seconds, int) or seconds < 0:
+        return ""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
+
+
+@register.filter
+def episode_name(episode: str) -> str:
+    """An episode URL's file name, which usually names it; a guid stays as it is."""
+    parts = urlsplit(episode)
+    if parts.scheme in ("http", "https") and parts.path.rstrip("/"):
+        return unquote(parts.path.rstrip("/").rsplit("/", 1)[-1]) or episode
+    return episode
+
+
+_DONE = {"download": "Downloaded", "delete": "Deleted", "new": "Marked new", "flattr": "Flattred"}
+
+
+@register.filter
+def action_summary(action: Any) -> str:
+    if action.action != "play":
+        return _DONE.get(action.action, action.action)
+    if action.position is None:
+        return "Played"
+    told = f"Played to {duration(action.position)}"
+    return f"{told} of {duration(action.total)}" if action.total else told
