@@ -128,7 +128,7 @@ def plain_text(value: object) -> str:
         return ""
     text = html.unescape(_TAG.sub(" ", value))
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs", "Cf"))
-    return " ".join(text.split())[:MAX_TITLE_LENGTH]
+    return " ".join(text.split())[:MAX_TITLE_LENGTH].rstrip()
 
 
 def web_url(value: object) -> str:

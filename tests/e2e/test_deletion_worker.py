@@ -161,6 +161,30 @@ def test_a_worker_deletes_the_subscriptions_episode_actions_with_it(api, user, w
     assert EpisodeAction.objects.count() == 50
 
 
+def test_a_worker_deletes_a_whole_account_and_nothing_else(user, other_user, worker_factory):
+    for owner in (user, other_user):
+        subscribe(owner, FEED.format("shared"))
+        sent = [{"podcast": FEED.format("shared"), "episode": f"https://e/{n}", "action": "new"}
+                for n in range(20)]  # fmt: skip
+        episodes.actions_upload(user=owner, actions=actions_parsed(sent, limit=100))
+    with transaction.atomic():
+        requested = services.account_deletion_request(user=user)
+    # Signed out at once, before any worker runs.
+    assert not get_user_model().objects.get(pk=user.pk).is_active
+
+    worker = worker_factory()
+
+    def ended() -> bool:
+        requested.refresh_from_db()
+        return requested.status != "PENDING"
+
+    wait_until(ended, 60, worker.output)
+    assert requested.status == "SUCCESS", requested.message
+    assert not get_user_model().objects.filter(pk=user.pk).exists()
+    assert set(EpisodeAction.objects.values_list("user_id", flat=True)) == {other_user.pk}
+    assert EpisodeAction.objects.count() == 20
+
+
 # The sweep's settings as shipped: the worker reads their defaults.
 DEFAULT_SWEEP = {"DELETION_RESEND_AFTER": None, "DELETION_SWEEP_INTERVAL": None}
 # The longest a person may see PENDING after the broker or a worker is back.
