@@ -1,10 +1,11 @@
 """The account holders' pages (docs/web.md): each path names one view of web/views.py."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from web import views
 
 app_name = "web"
+DEVICE_ID = r"[A-Za-z0-9_.\-]{1,64}"
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -17,8 +18,11 @@ urlpatterns = [
     path("podcasts/<uuid:guid>/delete/", views.podcast_delete, name="podcast-delete"),
     path("deletions/<int:deletion_id>/", views.deletion, name="deletion"),
     path("devices/", views.devices, name="devices"),
-    path("devices/<str:device_id>/", views.device, name="device"),
-    path("devices/<str:device_id>/remove/", views.device_remove, name="device-remove"),
+    # A device id as the gpodder API allows them: any other is a 404, never a query.
+    re_path(rf"^devices/(?P<device_id>{DEVICE_ID})/$", views.device, name="device"),
+    re_path(
+        rf"^devices/(?P<device_id>{DEVICE_ID})/remove/$", views.device_remove, name="device-remove"
+    ),
     path("history/", views.history, name="history"),
     path("data/", views.data, name="data"),
     path("data/import/", views.opml_import, name="import"),
