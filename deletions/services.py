@@ -27,6 +27,7 @@ from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, Ou
 
 from accounts.authentication import active_users
 from core import clock
+from core.exceptions import InvalidInput
 from deletions.models import AccountDeletion, Deletion
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_by_guid
@@ -256,6 +257,12 @@ def account_deletion_request(*, user: Any) -> AccountDeletion:
     working at once, its refresh tokens are revoked, and its access tokens are refused within
     AUTH_USER_CACHE_SECONDS (each web process's cache of active users).
     """
+    staff = get_user_model().objects.filter(is_staff=True, is_active=True)
+    if user.is_staff and not staff.exclude(pk=user.pk).exists():
+        raise InvalidInput(
+            "This is the only staff account: make another one staff first, or nobody could run "
+            "the service's admin"
+        )
     with transaction.atomic():
         now = lock_user_writes(user.pk)
         pending = AccountDeletion.objects.filter(

@@ -167,7 +167,7 @@ def _form_errors(form: Any, exc: DomainError) -> None:
                 form.add_error(name, str(problem))
                 placed = True
     if not placed:
-        form.add_error(None, str(exc.message if hasattr(exc, "message") else exc))
+        form.add_error(None, exc.message)
 
 
 # --- Podcasts -------------------------------------------------------------------------------
@@ -425,11 +425,17 @@ def account_delete(request: HttpRequest) -> HttpResponse:
             status = 429
         else:
             if form.is_valid():
-                requested = deletions.account_deletion_request(user=user)
-                logout(request)
-                return redirect("web:account-deletion", key=requested.key)
-            count_failed_login(request, user.get_username())
-            status = 400
+                try:
+                    requested = deletions.account_deletion_request(user=user)
+                except InvalidInput as exc:
+                    form.add_error(None, f"{exc.message}.")
+                    status = 400
+                else:
+                    logout(request)
+                    return redirect("web:account-deletion", key=requested.key)
+            else:
+                count_failed_login(request, user.get_username())
+                status = 400
     return render(request, "web/account_delete.html", {"form": form}, status=status)
 
 

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from deletions.models import AccountDeletion
 from gpodder.services import device_touch
 from subscriptions.models import Subscription
+from tests.factories import UserFactory
 from tests.helpers import subscribe
 from tests.web.conftest import PASSWORD, upload_actions
 
@@ -175,3 +176,15 @@ def test_deleting_the_account_removes_everything_and_shows_the_status(
 def test_an_unknown_account_deletion_key_is_not_found(client: Client, db: None) -> None:
     assert client.get("/account/deleted/6a1e3c0e-8c8a-4f5e-9d7e-3f1f5b0f9a11/").status_code == 404
     assert client.get("/account/deleted/not-a-key/").status_code == 404
+
+
+def test_the_only_staff_account_cannot_delete_itself(page: Client, person: Any) -> None:
+    type(person).objects.filter(pk=person.pk).update(is_staff=True)
+    response = page.post("/account/delete/", {"password": PASSWORD})
+    assert response.status_code == 400
+    assert "only staff account" in response.content.decode()
+    assert not AccountDeletion.objects.exists()
+    person.refresh_from_db()
+    assert person.is_active
+    UserFactory(username="another", is_staff=True)
+    assert page.post("/account/delete/", {"password": PASSWORD}).status_code == 302
