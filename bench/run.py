@@ -281,16 +281,24 @@ def main() -> None:
             f"{os.cpu_count()} cores\n",
             flush=True,
         )
-        # BENCH_ONLY=queries: only the in-process counts, a quick check of a change to them.
-        if os.environ.get("BENCH_ONLY") != "queries":
+        # BENCH_ONLY=queries: only the in-process counts, a quick check of a change to them;
+        # BENCH_ONLY=web: only the account holders' pages.
+        only = os.environ.get("BENCH_ONLY")
+        if only == "web":
+            app = Gunicorn("config.wsgi", env, logs / "app.log")
+            with running(app):
+                app.start()
+                bench_web(app)
+        elif only != "queries":
             app = Gunicorn("config.wsgi", env, logs / "app.log")
             floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
             with running(app, floor):
                 app.start()
                 floor.start()
                 bench_http(app, floor, env, logs)
-        bench_queries()
-        bench_calls()
+        if only != "web":
+            bench_queries()
+            bench_calls()
     print("\n| figure | measured | target |\n|---|---|---|")
     for figure, measured, target in ROWS:
         print(f"| {figure} | {measured} | {target} |")
@@ -325,6 +333,7 @@ def django_on(
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", "--noinput", verbosity=0)  # the pages' and admin's, as deployed
     return env
 
 
@@ -493,6 +502,7 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     bench_deletions(app, env, logs)
     bench_gpodder(app)
     bench_episodes(app)
+    bench_web(app)
 
 
 def bench_gpodder(app: Gunicorn) -> None:
@@ -549,6 +559,55 @@ def bench_gpodder(app: Gunicorn) -> None:
         f"{by_basic.p50_ms / by_cookie.p50_ms:.2f}",
         "<= 1.5",
     )
+
+
+def bench_web(app: Gunicorn) -> None:
+    """The account holders' podcasts page at 5,000 subscriptions, half of them titled by a feed
+    check: a page of 50 by title, a later page, a search, at one connection."""
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    from feedchecks.models import FeedCheck
+    from subscriptions import feeds
+    from subscriptions.services import AddEntry, subscription_add_many
+    from tests.factories import UserFactory
+
+    user: Any = UserFactory()
+    urls = [f"https://web.example.com/{n}.xml" for n in range(5000)]
+    for start in range(0, len(urls), 500):
+        subscription_add_many(
+            user=user, entries=[AddEntry(feed_url=url) for url in urls[start : start + 500]]
+        )
+    FeedCheck.objects.bulk_create(
+        FeedCheck(key_digest=feeds.feed_key_digest(url), url=url, title=f"Show {n}")
+        for n, url in enumerate(urls)
+        if n % 2 == 0
+    )
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    cookie = f"Cookie: {settings.SESSION_COOKIE_NAME}={session.session_key}"
+    connection = http.client.HTTPConnection("127.0.0.1", app.port, timeout=30)
+    connection.request("GET", "/podcasts/", headers=dict([cookie.split(": ", 1)]))
+    shown = connection.getresponse()
+    if shown.status != 200 or b"5000 podcasts" not in shown.read():
+        raise RuntimeError(f"the podcasts page answered {shown.status}, not the 5,000 podcasts")
+    print("account holders' pages")
+    for label, path in (
+        ("first page", "/podcasts/"),
+        ("page 50", "/podcasts/?page=50"),
+        ("a search", "/podcasts/?q=show+12"),
+    ):
+        load = wrk(app.port, path, "", seconds=SECONDS // 3, connections=1, headers=(cookie,))
+        if load.errors:
+            raise RuntimeError(f"{load.errors} requests of {path} failed")
+        row(
+            f"podcasts page of 5,000 subscriptions, {label}, one connection",
+            f"p50 {load.p50_ms:.1f} ms",
+        )
 
 
 def play(podcast: int, episode: int, position: int = 61) -> dict[str, Any]:
