@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from tests import servers
+from tests.feedchecks.feedserver import FeedServer
+from tests.helpers import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,6 +34,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str
         "DJANGO_SETTINGS_MODULE": "config.settings.base",
         "DEBUG": "true",
         "DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('embedded') / 'db.sqlite3'}",
+        # The feed checks may reach the test's feed server on loopback.
+        "FEED_FETCH_ALLOWED_NETWORKS": "127.0.0.0/8",
     }
 
     def manage(*args: str) -> str:
@@ -179,3 +183,36 @@ def test_the_embedded_default_serves_a_sync(service):
     # The deleted subscription's episode actions went with it.
     status, got = call(port, "GET", "/api/2/episodes/admin.json?since=0", basic=admin)
     assert [a["episode"] for a in got["actions"]] == ["https://example.com/2/1.mp3"]
+
+
+def test_the_embedded_default_checks_feeds_off_the_requests_path(service):
+    """No broker: a background thread fetches each feed added, and its title names it in the
+    OPML export (and on the pages)."""
+    port, password = service
+    token = call(port, "POST", "/v1/auth/login", {"username": "admin", "password": password})[1][
+        "access_token"
+    ]
+    feeds = FeedServer().start()
+    try:
+        feeds.feed(
+            "/titled.xml",
+            b'<?xml version="1.0"?><rss version="2.0"><channel><title>Embedded &amp; Titled'
+            b"</title><item><title>1</title></item></channel></rss>",
+        )
+        url = feeds.url("/titled.xml")
+        status, added = call(
+            port, "POST", "/v1/subscriptions", {"subscriptions": [{"feed_url": url}]}, token
+        )
+        assert status == 200, added
+
+        def exported() -> str:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request(
+                "GET", "/v1/subscriptions.opml", headers={"Authorization": f"Bearer {token}"}
+            )
+            return conn.getresponse().read().decode()
+
+        wait_until(lambda: 'title="Embedded &amp; Titled"' in exported(), 30, exported)
+        assert feeds.requests == ["/titled.xml"]
+    finally:
+        feeds.stop()

@@ -87,10 +87,15 @@ class Visit:
 
 
 def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
-    live_server: Any, browser: WebDriver, shows: FeedServer, tmp_path: Path
+    live_server: Any, browser: WebDriver, shows: FeedServer, tmp_path: Path, settings: Any
 ) -> None:
     person: Any = UserFactory(username="alice", with_password=PASSWORD)
     visit = Visit(browser, live_server.url)
+
+    # The registration page, when open, passes the same checks.
+    settings.REGISTRATION_OPEN = True
+    visit.open("/register/")
+    settings.REGISTRATION_OPEN = False
 
     # Sign in.
     visit.open("/")
@@ -203,9 +208,36 @@ def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
     assert [d["id"] for d in data["devices"]] == ["laptop"]
     screenshot(browser, "web-07-data")
 
-    # The other pages pass axe too.
+    # Delete one podcast: its deletion's page follows it to the end.
+    story = Subscription.objects.get(user=person, feed_url=shows.url("/story.xml"))
+    visit.open(f"/podcasts/{story.guid}/")
+    visit.click("form[action$='/delete/'] button")
+    visit.wait.until(expected_conditions.url_contains("/deletions/"))
+    visit.wait.until(
+        expected_conditions.text_to_be_present_in_element((By.ID, "status"), "Success")
+    )
+    visit.check("/deletions/…")
+    deletion_page = browser.current_url.removeprefix(live_server.url)
+
+    # The other pages pass axe too, and none is wider than a phone.
+    pages = [
+        *("/podcasts/", f"/podcasts/{tech.guid}/", deletion_page, "/devices/", "/devices/laptop/"),
+        *("/history/", "/data/", "/account/", "/account/delete/"),
+    ]
     for path in ("/history/", "/devices/laptop/", "/account/delete/"):
         visit.open(path)
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+    )
+    for path in pages:
+        browser.get(live_server.url + path)
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"{path} is {overflow}px wider than a phone"
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    visit.open("/account/delete/")
 
     # Delete the account, after the password.
     browser.find_element(By.NAME, "password").send_keys(PASSWORD)
@@ -224,4 +256,4 @@ def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
     assert "/login/" in browser.current_url
     with pytest.raises(http.Unauthorized):
         api.MygPodderClient("alice", secret, root_url=live_server.url).get_devices()
-    assert len(visit.checked) >= 14
+    assert len(visit.checked) >= 17
