@@ -28,7 +28,7 @@ from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, Ou
 from accounts.authentication import active_users
 from core import clock
 from core.exceptions import InvalidInput
-from deletions.models import AccountDeletion, Deletion
+from deletions.models import AccountDeletion, Deletion, Work
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_by_guid
 from subscriptions.services import lock_user_writes, subscription_mark_deleted
@@ -137,7 +137,7 @@ def _out_of_attempts(count: int) -> str:
     return f"The deletion could not be processed after {count} attempts and was rolled back"
 
 
-def _finish(deletion: Any, status: str, message: str) -> str:
+def _finish(deletion: Work, status: str, message: str) -> str:
     deletion.status = status
     deletion.message = message
     deletion.finished = clock.now()
