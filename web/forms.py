@@ -5,7 +5,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 
 from gpodder.models import Device
 
@@ -23,6 +23,15 @@ class SignInForm(AuthenticationForm):
         **AuthenticationForm.error_messages,
         "invalid_login": "Wrong username or password.",
     }
+
+
+class PasswordChange(PasswordChangeForm):
+    """Django's form, without its autofocus: on the account page it would scroll a new app
+    password, shown once above it, out of sight."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["old_password"].widget.attrs.pop("autofocus", None)
 
 
 class PodcastSearchForm(forms.Form):

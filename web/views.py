@@ -11,7 +11,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout, update_session_auth_hash
-from django.contrib.auth.forms import PasswordChangeForm
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -352,7 +351,7 @@ def _account_page(
         request,
         "web/account.html",
         {
-            "password_form": password_form or PasswordChangeForm(_person(request)),
+            "password_form": password_form or forms.PasswordChange(_person(request)),
             "app_form": app_form or forms.AppPasswordForm(),
             "app_passwords": account_selectors.app_passwords_of(user=request.user),
             "created": created,
@@ -372,7 +371,7 @@ def account(request: HttpRequest) -> HttpResponse:
 @person_required
 @never_cache
 def password_change(request: HttpRequest) -> HttpResponse:
-    form = PasswordChangeForm(_person(request), request.POST)
+    form = forms.PasswordChange(_person(request), request.POST)
     if not form.is_valid():
         return _account_page(request, password_form=form, status=400)
     form.save()

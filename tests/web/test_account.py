@@ -188,3 +188,8 @@ def test_the_only_staff_account_cannot_delete_itself(page: Client, person: Any) 
     assert person.is_active
     UserFactory(username="another", is_staff=True)
     assert page.post("/account/delete/", {"password": PASSWORD}).status_code == 302
+
+
+def test_the_account_page_never_scrolls_a_new_app_password_away(page: Client) -> None:
+    made = page.post("/account/app-passwords/", {"name": "app"}).content.decode()
+    assert "autofocus" not in made
