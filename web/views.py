@@ -112,6 +112,8 @@ def sign_in(request: HttpRequest) -> HttpResponse:
         else:
             if form.is_valid():
                 login(request, form.get_user())
+                # Signed in with the password now, whatever app password made the session.
+                request.session.pop(accounts.APP_PASSWORD_SESSION_KEY, None)
                 return redirect(_next_page(request, reverse("web:podcasts")))
             if username:
                 count_failed_login(request, username)

@@ -97,3 +97,12 @@ def test_mygpoclient_syncs_with_an_app_password(live_server: Any, alice: Any) ->
     with pytest.raises(http.Unauthorized):
         api.MygPodderClient("alice", secret, root_url=live_server.url).get_devices()
     assert api.MygPodderClient("alice", PASSWORD, root_url=live_server.url).get_devices()
+
+
+def test_signing_in_on_the_pages_over_an_app_passwords_session_opens_them(alice: Any) -> None:
+    _, secret = services.app_password_create(user=alice, name="app")
+    browser = Client()
+    browser.get(DEVICES, headers={"authorization": basic("alice", secret)})
+    signed_in = browser.post("/login/", {"username": "alice", "password": PASSWORD})
+    assert signed_in["Location"] == "/podcasts/"
+    assert browser.get("/podcasts/").status_code == 200
