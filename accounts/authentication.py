@@ -106,10 +106,16 @@ def app_password_stands(*, user_id: Any, app_password_id: Any) -> bool:
     )
     if found is None:
         return False
-    now = clock.now()
-    if found[0] is None or found[0] < now - APP_PASSWORD_USE_PRECISION:
-        AppPassword.objects.filter(pk=app_password_id).update(last_used=now)
+    app_password_used(app_password_id, last_used=found[0])
     return True
+
+
+def app_password_used(app_password_id: int, *, last_used: Any) -> None:
+    """Note that an app signed in with it now, unless its last use, `last_used`, is less than
+    APP_PASSWORD_USE_PRECISION old: a busy app does not write on every request."""
+    now = clock.now()
+    if last_used is None or last_used < now - APP_PASSWORD_USE_PRECISION:
+        AppPassword.objects.filter(pk=app_password_id).update(last_used=now)
 
 
 def forget_all() -> None:

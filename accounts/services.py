@@ -21,7 +21,6 @@ from django.contrib.auth.models import update_last_login
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import Q
 from django.utils.crypto import get_random_string
 from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.settings import api_settings
@@ -30,9 +29,9 @@ from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts.authentication import (
     APP_PASSWORD_CLAIM,
-    APP_PASSWORD_USE_PRECISION,
     active_users,
     app_password_stands,
+    app_password_used,
 )
 from accounts.models import AppPassword
 from core import clock
@@ -75,16 +74,6 @@ def _app_digest(password: str) -> str | None:
     return hashlib.sha256(typed.encode()).hexdigest()
 
 
-def app_password_used(app_password_id: int) -> None:
-    """Note that an app signed in with it now: written at most once per
-    APP_PASSWORD_USE_PRECISION, so a busy app does not write on every request."""
-    now = clock.now()
-    AppPassword.objects.filter(
-        Q(last_used__isnull=True) | Q(last_used__lt=now - APP_PASSWORD_USE_PRECISION),
-        pk=app_password_id,
-    ).update(last_used=now)
-
-
 def app_authenticate(
     request: Any, *, username: str, password: str
 ) -> tuple[AbstractBaseUser, int | None] | None:
@@ -108,7 +97,7 @@ def app_authenticate(
             .first()
         )
         if found is not None:
-            app_password_used(found.pk)
+            app_password_used(found.pk, last_used=found.last_used)
             return found.user, found.pk
     user = authenticate(request, username=username, password=password)
     return None if user is None else (user, None)
