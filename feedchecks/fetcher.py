@@ -5,7 +5,8 @@ fetch is confined. Only http and https; the host is resolved once and every addr
 to must be public (or inside FEED_FETCH_ALLOWED_NETWORKS); the connection goes to the address
 that was checked, never to the name again, so DNS rebinding cannot swap it; redirects are
 followed by hand, each hop checked the same way, at most MAX_REDIRECTS; a connect timeout, a
-total deadline that a server dripping one byte at a time cannot stretch, and a body cap.
+total deadline that a server dripping one byte at a time cannot stretch (in the TLS handshake, the
+headers or the body), and a body cap.
 """
 
 import contextlib
@@ -144,23 +145,43 @@ class _Deadline:
 
 
 class _PinnedConnection(http.client.HTTPConnection):
-    """An HTTP connection to an address checked beforehand; `Host` still names the host."""
+    """An HTTP connection to an address checked beforehand; `Host` still names the host.
+
+    It keeps its own reference to the socket it opened (`opened`): http.client sets `sock` to None
+    as soon as a response says `Connection: close`, while that response goes on reading from the
+    socket, so the deadline must act on the socket itself.
+    """
 
     def __init__(self, host: str, port: int, *, addresses: Sequence[IPAddress], timeout: float):
         super().__init__(host, port, timeout=timeout)
         self.addresses = addresses
+        self.opened: socket.socket | None = None
+        self.expired = False
 
     def _open(self) -> socket.socket:
         error: OSError | None = None
         for ip in self.addresses:
             try:
-                return socket.create_connection((str(ip), self.port), timeout=self.timeout)
+                sock = socket.create_connection((str(ip), self.port), timeout=self.timeout)
             except OSError as exc:
                 error = exc
+            else:
+                return self._keep(sock)
         raise FetchError(f"Cannot connect to {self.host}: {error}")
+
+    def _keep(self, sock: socket.socket) -> socket.socket:
+        self.opened = sock
+        if self.expired:  # the deadline passed before there was a socket to shut
+            _shut(self)
+        return sock
 
     def connect(self) -> None:
         self.sock = self._open()
+
+    def settimeout(self, seconds: float) -> None:
+        """The timeout of each read from now on."""
+        if self.opened is not None:
+            self.opened.settimeout(seconds)
 
 
 class _PinnedHTTPSConnection(_PinnedConnection):
@@ -170,12 +191,18 @@ class _PinnedHTTPSConnection(_PinnedConnection):
 
     def connect(self) -> None:
         context = ssl.create_default_context()
-        self.sock = context.wrap_socket(self._open(), server_hostname=self.host)
+        # Wrapping detaches the plain socket: keep the TLS one before the handshake reads anything.
+        sock = context.wrap_socket(
+            self._open(), server_hostname=self.host, do_handshake_on_connect=False
+        )
+        self.sock = self._keep(sock)
+        sock.do_handshake()
 
 
-def _shut(conn: http.client.HTTPConnection) -> None:
+def _shut(conn: _PinnedConnection) -> None:
     """Unblock a read that has outlived the deadline (called from a timer thread)."""
-    sock = conn.sock
+    conn.expired = True
+    sock = conn.opened
     if sock is not None:
         # The plain socket's shutdown: the TLS layer's would race the reading thread.
         with contextlib.suppress(OSError):
@@ -206,6 +233,7 @@ def _get_once(
     timer = threading.Timer(deadline.remaining(), _shut, args=(conn,))
     timer.daemon = True
     timer.start()
+    response = None
     try:
         path = parts.path or "/"
         if parts.query:
@@ -229,8 +257,7 @@ def _get_once(
         chunks: list[bytes] = []
         size = 0
         while size <= max_bytes:
-            if conn.sock is not None:
-                conn.sock.settimeout(min(connect_timeout, deadline.remaining()))
+            conn.settimeout(min(connect_timeout, deadline.remaining()))
             chunk = response.read1(min(65536, max_bytes + 1 - size))
             if not chunk:
                 break
@@ -248,6 +275,9 @@ def _get_once(
         raise FetchError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         timer.cancel()
+        timer.join()  # a _shut under way must not reach a socket closed and reused below
+        if response is not None:
+            response.close()  # after `Connection: close`, the response alone holds the socket
         conn.close()
 
 

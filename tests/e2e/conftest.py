@@ -62,8 +62,13 @@ def worker_factory(
     db = connection.settings_dict
     started: list[servers.Worker] = []
 
-    def start(**overrides: str | None) -> servers.Worker:
-        """`overrides`: settings from the environment; None takes a setting's default."""
+    def start(
+        *, queues: str = "", name: str = "", beat: bool = True, **overrides: str | None
+    ) -> servers.Worker:
+        """`queues`: the worker's `-Q` (every queue when empty); `name`, its node name (each of
+        several at once needs its own); `beat`: whether it runs beat too (`-B`), as one worker
+        at most should. `overrides`: settings from the environment; None takes a setting's
+        default."""
         env: dict[str, str | None] = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.test",
@@ -77,9 +82,9 @@ def worker_factory(
             **overrides,
         }
         worker = servers.Worker(
-            {name: value for name, value in env.items() if value is not None},
+            {key: value for key, value in env.items() if value is not None},
             tmp_path / f"worker{len(started)}.log",
-        ).start()
+        ).start(beat=beat, name=name, queues=queues)
         started.append(worker)
         return worker
 

@@ -1,6 +1,7 @@
 """A real HTTP server in a thread, serving what each test sets up, and counting connections."""
 
 import http.server
+import select
 import socket
 import threading
 import time
@@ -47,6 +48,8 @@ class FeedServer:
         self.connections = 0
         self.requests: list[str] = []
         self.bytes_sent = 0
+        self.drips: list[tuple[float, float]] = []
+        self.stopped = threading.Event()  # ends the drips still going
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -83,6 +86,7 @@ class FeedServer:
         return self
 
     def stop(self) -> None:
+        self.stopped.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -135,25 +139,48 @@ class FeedServer:
 
         self.routes[path] = route
 
-    def drip(self, path: str, *, headers_too: bool = False, every: float = 0.1) -> None:
-        """A server that sends one byte at a time, never pausing long enough for a read
-        timeout, for a minute."""
+    def drip(
+        self,
+        path: str,
+        *,
+        headers_too: bool = False,
+        every: float = 0.1,
+        close: bool = False,
+        seconds: float = 60,
+    ) -> None:
+        """A server that sends one byte at a time, never pausing long enough for a read timeout,
+        for `seconds` at most (or until the client hangs up, or the server stops).
+
+        `close` says `Connection: close`, as many servers do: http.client then drops its
+        connection's socket and reads on through the response alone. `headers_too` drips the
+        status line and headers too; else they come at once and the body drips. Each drip's
+        start and end (time.monotonic()) are appended to `drips` when it ends: its end is when
+        the client hung up, if it did.
+        """
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n"
+        head += b"Connection: close\r\n\r\n" if close else b"\r\n"
 
         def route(handler: http.server.BaseHTTPRequestHandler) -> None:
-            response = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"
-            body = rss(guid=GUID) * 1000
-            data = response + body if headers_too else body
-            if not headers_too:
-                handler.wfile.write(response)
-            end = time.monotonic() + 60
+            handler.close_connection = True
+            data = rss(guid=GUID) * 1000
+            if headers_too:
+                data = head + data
+            started = time.monotonic()
+            end = started + seconds
             try:
+                if not headers_too:
+                    handler.wfile.write(head)
                 for byte in data:
-                    if time.monotonic() > end:
+                    if time.monotonic() > end or self.stopped.is_set():
+                        return
+                    # Readable means the client hung up (it sends nothing more): stop at once.
+                    if select.select([handler.connection], [], [], every)[0]:
                         return
                     handler.wfile.write(bytes([byte]))
                     handler.wfile.flush()
-                    time.sleep(every)
             except OSError:
-                return
+                return  # the client is gone
+            finally:
+                self.drips.append((started, time.monotonic()))
 
         self.routes[path] = route

@@ -1,8 +1,11 @@
 """The SSRF-safe fetcher against a real local HTTP server (OWASP API7)."""
 
+import contextlib
 import ipaddress
+import select
 import socket
 import ssl
+import threading
 import time
 
 import pytest
@@ -10,6 +13,7 @@ import trustme
 
 from feedchecks import fetcher
 from tests.feedchecks.feedserver import GUID, FeedServer, rss
+from tests.helpers import wait_until
 
 LOOPBACK = fetcher.parse_networks(["127.0.0.0/8"])
 
@@ -105,6 +109,26 @@ def test_a_slow_drip_is_cut_at_the_total_timeout(feed_server, headers_too):
     with pytest.raises(fetcher.FetchError, match="Timed out"):
         fetch(feed_server.url("/drip"), connect_timeout=1, total_timeout=1.5)
     assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize(
+    ("headers_too", "every"), [(False, 1), (True, 0.02)], ids=["body", "headers-and-body"]
+)
+def test_a_drip_with_connection_close_is_cut_at_the_total_timeout(feed_server, headers_too, every):
+    """`Connection: close` makes http.client drop its connection's socket (`conn.sock = None`)
+    once the headers are read, and read on through the response alone: the deadline must still
+    reach the socket. A byte a second never trips the read timeout; dripped at 50 bytes a second,
+    the headers take most of the time and the deadline comes in the body."""
+    feed_server.drip("/drip", headers_too=headers_too, every=every, close=True, seconds=20)
+    started = time.monotonic()
+    with pytest.raises(fetcher.FetchError, match="Timed out"):
+        fetch(feed_server.url("/drip"), connect_timeout=5, total_timeout=2)
+    took = time.monotonic() - started
+    assert took < 2 + 1, took
+    # The fetch hung up on the server (its end of the drip is when it saw that).
+    wait_until(lambda: len(feed_server.drips) == 1, 5, "the server to see the client go")
+    ((drip_started, drip_ended),) = feed_server.drips
+    assert drip_ended - drip_started < 2 + 1
 
 
 def test_a_connect_timeout():
@@ -339,3 +363,67 @@ def test_https_with_a_certificate_for_another_name_is_refused(tls_feed_server):
         fetch(f"https://localhost:{tls_feed_server.port}/feed", allowed_networks=LOCALHOST)
 
     assert tls_feed_server.requests == []
+
+
+def test_an_https_drip_with_connection_close_is_cut_at_the_total_timeout(tls_feed_server):
+    """Over TLS the socket http.client drops is the TLS one: the deadline must reach it too."""
+    tls_feed_server.issue("localhost")
+    tls_feed_server.drip("/drip", every=1, close=True, seconds=20)
+    started = time.monotonic()
+    with pytest.raises(fetcher.FetchError, match="Timed out"):
+        fetch(
+            f"https://localhost:{tls_feed_server.port}/drip",
+            allowed_networks=LOCALHOST,
+            connect_timeout=5,
+            total_timeout=2,
+        )
+    took = time.monotonic() - started
+    assert took < 2 + 1, took
+
+
+@pytest.fixture
+def handshake_dripper():
+    """A port on 127.0.0.1 whose server answers a TLS ClientHello with the start of a 16 KiB
+    handshake record, then one more byte of it a second: for 20 s at most, or until the client
+    hangs up, or the test ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+    done = threading.Event()
+
+    def serve():
+        with contextlib.suppress(OSError), listener.accept()[0] as conn:
+            conn.recv(65536)  # the ClientHello
+            conn.sendall(b"\x16\x03\x03\x40\x00")
+            for _ in range(20):
+                if done.is_set() or select.select([conn], [], [], 1)[0]:
+                    return  # readable: the client hung up
+                conn.sendall(b"\x02")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    done.set()
+    thread.join(timeout=15)
+    listener.close()
+
+
+@pytest.mark.parametrize(
+    "connect_takes", [1.5, 2.5], ids=["connected-in-time", "deadline-passed-while-connecting"]
+)
+def test_a_dripped_tls_handshake_is_cut_at_the_total_timeout(
+    monkeypatch, handshake_dripper, connect_takes
+):
+    """The deadline reaches the socket from the moment it is connected, handshake included: a
+    connect that takes most of the time (simulated) leaves no handshake the time it allows."""
+    connect = socket.create_connection
+
+    def slow_connect(*args, **kwargs):
+        time.sleep(connect_takes)
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", slow_connect)
+    started = time.monotonic()
+    with pytest.raises(fetcher.FetchError, match="Timed out"):
+        fetch(f"https://127.0.0.1:{handshake_dripper}/feed", connect_timeout=5, total_timeout=2)
+    took = time.monotonic() - started
+    assert took < 2 + 1, took
