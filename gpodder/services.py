@@ -2,13 +2,16 @@
 the subscriptions app's own services (docs/gpodder-api.md)."""
 
 import re
+import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Count, Q
 
 from core import clock
 from core.exceptions import InvalidInput, NotFound
@@ -58,7 +61,8 @@ def device_touch(*, user: Any, device_id: str) -> Device:
 
 def devices_touch(*, user: Any, device_ids: Collection[str]) -> dict[str, Device]:
     """device_touch for several devices at once (the ones an upload's episode actions name), in
-    as many queries as for one; the ids must be valid."""
+    as many queries as for one; the ids must be valid. New devices are made all or none: none
+    when they would take the user past MAX_DEVICES (InvalidInput naming it)."""
     if not device_ids:
         return {}
     now = clock.now()
@@ -68,24 +72,60 @@ def devices_touch(*, user: Any, device_ids: Collection[str]) -> dict[str, Device
             "device_id", "last_used"
         )
     }
-    missing = [
-        Device(user=user, device_id=device_id, created=now, last_used=now)
-        for device_id in device_ids
-        if device_id not in found
-    ]
+    missing = [device_id for device_id in device_ids if device_id not in found]
     if missing:
-        # Two first requests of a new device at once: the database keeps one row.
-        created = Device.objects.bulk_create(
-            missing,
-            update_conflicts=True,
-            unique_fields=["user", "device_id"],
-            update_fields=["last_used"],
-        )
-        found.update((device.device_id, device) for device in created)
+        found.update(_devices_create(user=user, device_ids=missing, now=now))
     stale = [d.pk for d in found.values() if d.last_used < now - LAST_USE_PRECISION]
     if stale:
         Device.objects.filter(pk__in=stale).update(last_used=now)
     return found
+
+
+def _devices_create(*, user: Any, device_ids: list[str], now: datetime) -> dict[str, Device]:
+    """Make the user's devices `device_ids`, unless the user would then have more than
+    MAX_DEVICES. Counted under the lock of the user's row, so that two requests at the limit
+    cannot both add one; in a statement after the lock's, since one that waited for the lock
+    would count what was committed before it waited."""
+    limit = settings.MAX_DEVICES
+    with transaction.atomic():
+        users = get_user_model().objects.select_for_update(no_key=True)
+        users.filter(pk=user.pk).values_list("pk").first()
+        held, made_meanwhile = _devices_counted(user=user, device_ids=device_ids)
+        new = len(device_ids) - made_meanwhile
+        if new and held + new > limit:
+            message = (
+                f"a new device would take the account past {limit} devices, the most it may "
+                "have (MAX_DEVICES): remove one on the devices page first"
+            )
+            raise InvalidInput(message, errors={"device": [message]})
+        # Made meanwhile by another first request of the same device: the database keeps one.
+        created = Device.objects.bulk_create(
+            [
+                Device(user=user, device_id=device_id, created=now, last_used=now)
+                for device_id in device_ids
+            ],
+            update_conflicts=True,
+            unique_fields=["user", "device_id"],
+            update_fields=["last_used"],
+        )
+    return {device.device_id: device for device in created}
+
+
+def _devices_counted(*, user: Any, device_ids: list[str]) -> tuple[int, int]:
+    """How many devices the user has, and how many of them are `device_ids`."""
+    counts = Device.objects.filter(user=user).aggregate(
+        held=Count("pk"), named=Count("pk", filter=Q(device_id__in=device_ids))
+    )
+    return counts["held"], counts["named"]
+
+
+def device_caption_checked(caption: str) -> str:
+    """A device's caption (its name on the pages), refused with control characters: Unicode's
+    Cc, and the lone surrogates (Cs) JSON can carry, as every name the service keeps."""
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in caption):
+        message = "a device's caption (its name) must not contain control characters"
+        raise InvalidInput(message, errors={"caption": [message]})
+    return caption
 
 
 def device_update(
@@ -95,6 +135,8 @@ def device_update(
     if type is not None and type not in DEVICE_TYPES:
         message = f"type must be one of {', '.join(DEVICE_TYPES)}"
         raise InvalidInput(message, errors={"type": [message]})
+    if caption is not None:
+        device_caption_checked(caption)
     device = device_touch(user=user, device_id=device_id)
     changed = {
         name: value for name, value in (("caption", caption), ("type", type)) if value is not None

@@ -7,7 +7,9 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 
+from core.exceptions import InvalidInput
 from gpodder.models import Device
+from gpodder.services import device_caption_checked
 
 
 def _printable(value: str, label: str) -> str:
@@ -59,7 +61,12 @@ class DeviceForm(forms.Form):
     type = forms.ChoiceField(label="Type", choices=Device.Type.choices)
 
     def clean_caption(self) -> str:
-        return _printable(self.cleaned_data["caption"], "The name")
+        """The API's rule, checked by the service both go through."""
+        try:
+            return device_caption_checked(self.cleaned_data["caption"])
+        except InvalidInput as exc:
+            problems = (exc.errors or {}).get("caption") or [exc.message]
+            raise forms.ValidationError([f"{p[:1].upper()}{p[1:]}." for p in problems]) from None
 
 
 class OpmlUploadForm(forms.Form):

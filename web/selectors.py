@@ -26,6 +26,7 @@ from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGui
 from subscriptions.selectors import subscription_current, subscriptions_titled
 
 PODCASTS_PER_PAGE = 50
+DEVICES_PER_PAGE = 50
 # The history page reads this many of the latest actions, and shows the latest of each episode.
 HISTORY_ACTIONS = 500
 HISTORY_EPISODES_PER_PODCAST = 10
@@ -98,8 +99,10 @@ def podcast_detail(*, user: Any, guid: uuid.UUID) -> PodcastDetail:
     )
 
 
-def devices_of(*, user: Any) -> list[Device]:
-    return list(Device.objects.filter(user=user).order_by("-last_used", "device_id"))
+def devices_page(*, user: Any, page: Any) -> Page[Device]:
+    """One page of the user's devices, the one that synced last first."""
+    devices = Device.objects.filter(user=user).order_by("-last_used", "device_id")
+    return Paginator(devices, DEVICES_PER_PAGE).get_page(page)
 
 
 def device_of(*, user: Any, device_id: str) -> Device:

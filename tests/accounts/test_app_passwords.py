@@ -3,7 +3,9 @@ and named by their person, accepted by /v1/auth/login, refused at once in every 
 revoked, and never the way to the pages."""
 
 import hashlib
+import time
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,10 +15,11 @@ from rest_framework.test import APIClient
 from accounts import services
 from accounts.models import AppPassword
 from accounts.throttles import LoginThrottle
+from core import clock as service_clock
 from core.exceptions import InvalidInput, NotFound
 from tests.accounts.test_auth import PASSWORD, assert_unauthorized, bearer, login, refresh
 from tests.factories import UserFactory
-from tests.helpers import Clock
+from tests.helpers import Clock, at_once
 
 
 @pytest.fixture
@@ -203,3 +206,44 @@ def test_registration_makes_an_active_account_with_a_hashed_password(db: None) -
     assert user.is_active
     assert user.password.startswith("argon2")
     assert login(APIClient(), "zoë.ü", PASSWORD).status_code == 200
+
+
+@pytest.mark.usefixtures("transactional_db")
+def test_parallel_creations_at_the_cap_end_exactly_at_it(
+    member: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """20 at once with 45 made: 5 are made, 15 refused by the named limit, never 51."""
+    settings.MAX_APP_PASSWORDS = 50
+    AppPassword.objects.bulk_create(
+        AppPassword(
+            user=member,
+            name=f"made {n}",
+            digest=hashlib.sha256(f"made {n}".encode()).hexdigest(),
+            created=member.date_joined,
+        )
+        for n in range(45)
+    )
+    # Each creation dawdles where it stamps the new row, after counting: without a lock held
+    # from the count to the insert, all 20 would count 45.
+    now = service_clock.now
+
+    def slow_now() -> Any:
+        time.sleep(0.05)
+        return now()
+
+    monkeypatch.setattr(service_clock, "now", slow_now)
+
+    def create(n: int) -> str:
+        try:
+            services.app_password_create(user=member, name=f"parallel {n}")
+        except InvalidInput as exc:
+            return exc.message
+        return "made"
+
+    results = at_once(*[partial(create, n) for n in range(20)])
+
+    assert results.count("made") == 5, results
+    refused = [told for told in results if told != "made"]
+    assert len(refused) == 15
+    assert all("MAX_APP_PASSWORDS" in told and "50 app passwords" in told for told in refused)
+    assert AppPassword.objects.filter(user=member).count() == 50

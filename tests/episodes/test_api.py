@@ -229,7 +229,9 @@ def test_new_devices_cost_the_same_queries_for_1_as_for_10(app, alice):
         with CaptureQueriesContext(connection) as queries:
             upload(app, batch)
         counts.append(len(queries))
-    assert counts[0] == counts[1] <= 10, counts  # and one to create the new devices
+    # Of them, the new devices take a savepoint (in a test's transaction only), the account's
+    # lock, a count, the insert, and the savepoint's release.
+    assert counts[0] == counts[1] <= 14, counts
     assert Device.objects.filter(user=alice).count() == 11
 
 

@@ -193,6 +193,34 @@ def test_bad_device_settings_are_400_and_change_nothing(app, body):
     assert not Device.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "caption",
+    ["bell\x07", "\x1b[2J", "two\nlines", "tab\there", "del\x7f", "next\x85line", "\ud800"],
+)
+def test_a_caption_with_control_characters_is_a_400_naming_it_and_stores_nothing(app, caption):
+    """As the devices page refuses it (docs/web.md, "Security"): Unicode's control characters
+    and the lone surrogates JSON can carry."""
+    path = "/api/2/devices/alice/n900.json"
+    body = json.dumps({"caption": caption, "type": "mobile"})  # \ud800 escaped, as JSON may
+    told = assert_error(app.post(path, body, content_type="application/json"), 400)
+    assert "caption" in told["message"]
+    assert "caption" in told["errors"]
+    assert not Device.objects.exists()
+
+    app.post(path, {"caption": "Phone"}, format="json")
+    assert_error(app.post(path, body, content_type="application/json"), 400)
+    device = Device.objects.get()
+    assert (device.caption, device.type) == ("Phone", "other")
+
+
+def test_a_caption_may_hold_any_other_character(app):
+    # An apostrophe, emoji and a joiner, a right-to-left override, Hebrew: none a control.
+    caption = "Téléphone 📱 d\u2019Alice 👩\u200d💻 \u202e\u05d1\u05d3\u05d9\u05e7\u05d4"
+    path = "/api/2/devices/alice/n900.json"
+    assert app.post(path, {"caption": caption}, format="json").status_code == 200
+    assert Device.objects.get().caption == caption
+
+
 @pytest.mark.parametrize("device", ["a" * 65, "with space", "ünï", "semi;colon", "%00"])
 def test_a_device_id_outside_letters_digits_dot_dash_underscore_is_400(app, device):
     body = assert_error(app.get(f"/api/2/subscriptions/alice/{device}.json?since=0"), 400)
@@ -370,7 +398,7 @@ def test_an_upload_of_5000_urls_is_one_transaction_of_constant_queries(
 ):
     app.get("/api/2/devices/alice.json")  # the session exists
     urls = [f"https://feeds.example.com/{i}/ünï" for i in range(5000)]
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(22):  # the device's creation among them
         answer = upload(app, add=urls)
     assert answer["update_urls"] == []
     assert Subscription.objects.count() == 5000

@@ -265,6 +265,59 @@ def test_devices_rename_and_remove_with_what_they_alone_held(page: Client, perso
     assert EpisodeAction.objects.get(user=person).device is None
 
 
+def test_the_devices_page_pages_by_50_at_the_same_cost_at_1_and_at_many(
+    page: Client, person: Any, django_assert_max_num_queries: Any
+) -> None:
+    def listed(body: str) -> list[str]:
+        return re.findall(r'href="/devices/([^/"]+)/"', body)
+
+    page.get("/devices/")  # the session and the user are read the same way every time
+    device_touch(user=person, device_id="only")
+    with django_assert_max_num_queries(5) as few:
+        body = page.get("/devices/").content.decode()
+    assert "1 device." in body
+    assert listed(body) == ["only"]
+    assert 'rel="next"' not in body
+    # More than the limit allows: an account may have been over a limit lowered since.
+    start = Device.objects.get().last_used
+    Device.objects.bulk_create(
+        Device(user=person, device_id=f"d{n:03}", created=start, last_used=start)
+        for n in range(1, 120)
+    )
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        first = page.get("/devices/").content.decode()
+    assert "120 devices." in first
+    assert "Page 1 of 3" in first
+    assert len(listed(first)) == 50
+    assert 'href="?page=2" rel="next"' in first
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        last = page.get("/devices/?page=3").content.decode()
+    assert len(listed(last)) == 20
+    assert 'rel="prev"' in last
+    assert 'rel="next"' not in last
+    # Sorted by last sync, then id: every device on exactly one page.
+    shown = listed(first) + listed(page.get("/devices/?page=2").text) + listed(last)
+    assert sorted(shown) == sorted(Device.objects.values_list("device_id", flat=True))
+    for hostile in ("abc", "-1", "99999999999999999999999", "%00"):
+        assert page.get(f"/devices/?page={hostile}").status_code == 200
+
+
+def test_renaming_a_device_removed_meanwhile_at_the_limit_names_the_limit(
+    page: Client, person: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saving makes the device again when its app's removal came in between; with no room left
+    for it, the form says why instead of failing."""
+    settings.MAX_DEVICES = 1
+    gone = device_touch(user=person, device_id="gone")
+    gone.delete()
+    device_touch(user=person, device_id="phone")
+    monkeypatch.setattr("web.selectors.device_of", lambda **kwargs: gone)
+    response = page.post("/devices/gone/", {"caption": "Old phone", "type": "mobile"})
+    assert response.status_code == 200
+    assert "MAX_DEVICES" in response.content.decode()
+    assert list(Device.objects.values_list("device_id", flat=True)) == ["phone"]
+
+
 def test_history_shows_the_latest_of_each_episode_by_podcast(page: Client, person: Any) -> None:
     sub = subscribe(person, "https://a.example/news.xml")
     titled(sub.feed_url, "The News")
