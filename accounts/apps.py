@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 from django.conf import settings
+from django.contrib.auth.signals import user_logged_in
 from django.db.models.signals import post_delete, post_save
 
 
@@ -9,6 +10,7 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.authentication import forget_changed_user
+        from accounts.sessions import mark_signed_in_session
 
         # A changed or removed user is read again by this process's next request at once.
         for name, signal in (("post_save", post_save), ("post_delete", post_delete)):
@@ -17,3 +19,5 @@ class AccountsConfig(AppConfig):
                 sender=settings.AUTH_USER_MODEL,
                 dispatch_uid=f"accounts.forget_changed_user.{name}",
             )
+        # Every sign-in marks where its session may be used (accounts.sessions).
+        user_logged_in.connect(mark_signed_in_session, dispatch_uid="accounts.mark_signed_in")

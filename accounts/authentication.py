@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.utils.crypto import constant_time_compare, salted_hmac
 from rest_framework_simplejwt.authentication import JWTAuthentication
 from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidToken
 from rest_framework_simplejwt.settings import api_settings
@@ -23,33 +24,35 @@ from core import clock
 
 
 class _ActiveUsers:
-    """Ids of users recently found active, kept for `AUTH_USER_CACHE_SECONDS` per process.
+    """Users recently found active, with the mark of the password they had (`password_mark`),
+    kept for `AUTH_USER_CACHE_SECONDS` per process.
 
     Reading the user on every request costs a database round trip (bench/README.md,
-    "accounts.authentication.active_users"). Only active users are kept, so a deactivation takes
-    effect in every web process within the cache's lifetime, and at once in the process that made it
-    (`forget`).
+    "accounts.authentication.active_users"). Only active users are kept, so a deactivation or a
+    new password takes effect in every web process within the cache's lifetime, and at once in
+    the process that made it (`forget`).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # gunicorn's gthread workers share the cache
-        self._ids: TTLCache[Any, bool] | None = None
+        self._marks: TTLCache[Any, str] | None = None
 
-    def _cache(self) -> TTLCache[Any, bool]:
-        if self._ids is None:  # made on first use, when the settings are known
-            self._ids = TTLCache(maxsize=100_000, ttl=settings.AUTH_USER_CACHE_SECONDS)
-        return self._ids
+    def _cache(self) -> TTLCache[Any, str]:
+        if self._marks is None:  # made on first use, when the settings are known
+            self._marks = TTLCache(maxsize=100_000, ttl=settings.AUTH_USER_CACHE_SECONDS)
+        return self._marks
 
-    def __contains__(self, user_id: Any) -> bool:
+    def mark(self, user_id: Any) -> str | None:
+        """The password mark of the user, if this process found them active a moment ago."""
         if not settings.AUTH_USER_CACHE_SECONDS:
-            return False
+            return None
         with self._lock:
-            return user_id in self._cache()
+            return self._cache().get(user_id)
 
-    def add(self, user_id: Any) -> None:
+    def add(self, user_id: Any, mark: str) -> None:
         if settings.AUTH_USER_CACHE_SECONDS:
             with self._lock:
-                self._cache()[user_id] = True
+                self._cache()[user_id] = mark
 
     def forget(self, user_ids: Iterable[Any]) -> None:
         """Forget the users now, and again once the change commits: a request of this process
@@ -61,12 +64,12 @@ class _ActiveUsers:
     def _forget(self, user_ids: list[Any]) -> None:
         with self._lock:
             for user_id in user_ids:
-                if self._ids is not None:
-                    self._ids.pop(user_id, None)
+                if self._marks is not None:
+                    self._marks.pop(user_id, None)
 
     def clear(self) -> None:
         with self._lock:
-            self._ids = None
+            self._marks = None
 
 
 active_users = _ActiveUsers()
@@ -89,24 +92,43 @@ _verified_lock = threading.Lock()
 
 # The claim naming the app password a token was issued for (docs/api.md, "Authentication").
 APP_PASSWORD_CLAIM = "app_password"
+# The claim binding a token to the password the account had when it was issued: a new password,
+# set by any route (the pages, the admin, `changepassword`), ends every token issued before it,
+# as it ends every session (Django's session hash).
+PASSWORD_CLAIM = "pwd"
 # An app password's last use is written at most once in this long, not on every request.
 APP_PASSWORD_USE_PRECISION = timedelta(minutes=1)
 
 
-def app_password_stands(*, user_id: Any, app_password_id: Any) -> bool:
-    """Whether the app password is still there (not revoked) and its user active; notes its use
-    (a write at most once per APP_PASSWORD_USE_PRECISION, so a busy app does not write on every
+def password_mark(password_hash: str) -> str:
+    """A short keyed digest of the account's password hash, for PASSWORD_CLAIM: it changes
+    whenever the password does, and tells nothing of it."""
+    digest = salted_hmac("accounts.password_mark", password_hash, algorithm="sha256")
+    return digest.hexdigest()[:16]
+
+
+def app_password_stands(
+    *, user_id: Any, app_password_id: Any, password_mark_was: str | None = None
+) -> bool:
+    """Whether the app password is still there (not revoked) and its user active, and, given
+    `password_mark_was`, the account's password still the one of that mark; notes its use (a
+    write at most once per APP_PASSWORD_USE_PRECISION, so a busy app does not write on every
     request)."""
     if not isinstance(app_password_id, int) or isinstance(app_password_id, bool):
         return False
     found = (
         AppPassword.objects.filter(pk=app_password_id, user_id=user_id, user__is_active=True)
-        .values_list("last_used")
+        .values_list("last_used", "user__password")
         .first()
     )
     if found is None:
         return False
-    app_password_used(app_password_id, last_used=found[0])
+    last_used, password_hash = found
+    if password_mark_was is not None and not constant_time_compare(
+        password_mark(password_hash), password_mark_was
+    ):
+        return False
+    app_password_used(app_password_id, last_used=last_used)
     return True
 
 
@@ -135,9 +157,9 @@ class BearerAuthentication(JWTAuthentication):
     """simplejwt's bearer authentication, checking that the token's user is active.
 
     Tokens verified recently are not verified again, only their expiry. The user check reads
-    only the user's id, written out in SQL (cheaper than the ORM's query), and is
-    skipped while `active_users` remembers the user. Everything else about the user is loaded
-    only if a request reads it.
+    only the user's password hash (for the token's PASSWORD_CLAIM), written out in SQL (cheaper
+    than the ORM's query), and is skipped while `active_users` remembers the user. Everything
+    else about the user is loaded only if a request reads it.
     """
 
     def get_validated_token(self, raw_token: bytes) -> Token:
@@ -161,20 +183,33 @@ class BearerAuthentication(JWTAuthentication):
             user_id = pk.to_python(validated_token[api_settings.USER_ID_CLAIM])
         except (KeyError, ValidationError) as exc:
             raise InvalidToken("Token contained no recognizable user identification") from exc
+        issued_under = validated_token.get(PASSWORD_CLAIM)
+        if not isinstance(issued_under, str):
+            raise InvalidToken("Token is not bound to the account's password")
         app_password_id = validated_token.get(APP_PASSWORD_CLAIM)
         if app_password_id is not None:
             # Issued for an app password: checked on every request, never remembered, so that
             # revoking it ends the app's tokens at once in every process.
-            if not app_password_stands(user_id=user_id, app_password_id=app_password_id):
+            if not app_password_stands(
+                user_id=user_id, app_password_id=app_password_id, password_mark_was=issued_under
+            ):
                 raise AuthenticationFailed("App password revoked", code="app_password_revoked")
-        elif user_id not in active_users:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT 1 FROM {model._meta.db_table}"
-                    f" WHERE {pk.column} = %s AND is_active = %s",
-                    [pk.get_db_prep_value(user_id, connection), True],
-                )
-                if cursor.fetchone() is None:
+        else:
+            mark = active_users.mark(user_id)
+            if mark is None:
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        f"SELECT password FROM {model._meta.db_table}"
+                        f" WHERE {pk.column} = %s AND is_active = %s",
+                        [pk.get_db_prep_value(user_id, connection), True],
+                    )
+                    row = cursor.fetchone()
+                if row is None:
                     raise AuthenticationFailed("User not found or inactive", code="user_inactive")
-            active_users.add(user_id)
+                mark = password_mark(row[0])
+                active_users.add(user_id, mark)
+            if not constant_time_compare(mark, issued_under):
+                raise AuthenticationFailed(
+                    "The account's password has changed: sign in again", code="password_changed"
+                )
         return model.from_db(connection.alias, [pk.attname], [user_id])

@@ -3,7 +3,8 @@ refresh and log out with tokens; register; make and revoke app passwords; and st
 and (de)activation of users.
 
 Tokens come from djangorestframework-simplejwt. Refresh tokens rotate: each refresh blacklists
-the token it used and hands out a new one (docs/api.md, "Authentication").
+the token it used and hands out a new one; every token is bound to the account's password, so a
+new password ends them all (docs/api.md, "Authentication").
 """
 
 import hashlib
@@ -21,7 +22,7 @@ from django.contrib.auth.models import update_last_login
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.utils.crypto import get_random_string
+from django.utils.crypto import constant_time_compare, get_random_string
 from rest_framework_simplejwt.exceptions import TokenError
 from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
@@ -29,16 +30,16 @@ from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts.authentication import (
     APP_PASSWORD_CLAIM,
+    PASSWORD_CLAIM,
     active_users,
     app_password_stands,
     app_password_used,
+    password_mark,
 )
 from accounts.models import AppPassword
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 
-# Where a session made by an app password's Basic authentication names it (gpodder API).
-APP_PASSWORD_SESSION_KEY = "_app_password_id"
 # Lowercase letters and digits without the look-alikes (0/o, 1/l/i): 31 symbols, typed on a
 # phone without switching keyboards. 24 of them are 118 bits, in groups of four.
 _APP_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
@@ -53,10 +54,18 @@ class Tokens:
     refresh_expires: datetime
 
 
-def _issue(user: AbstractBaseUser, app_password_id: int | None = None) -> Tokens:
+def refresh_token_for(user: AbstractBaseUser, app_password_id: int | None = None) -> RefreshToken:
+    """A refresh token of the user, bound to their password as it is now and, when they signed
+    in with one, to the app password (both claims are copied into its access tokens)."""
     refresh = RefreshToken.for_user(user)
+    refresh[PASSWORD_CLAIM] = password_mark(user.password)
     if app_password_id is not None:
-        refresh[APP_PASSWORD_CLAIM] = app_password_id  # copied into its access tokens
+        refresh[APP_PASSWORD_CLAIM] = app_password_id
+    return refresh
+
+
+def _issue(user: AbstractBaseUser, app_password_id: int | None = None) -> Tokens:
+    refresh = refresh_token_for(user, app_password_id)
     return Tokens(
         access_token=str(refresh.access_token),
         expires_in=int(api_settings.ACCESS_TOKEN_LIFETIME.total_seconds()),
@@ -126,8 +135,13 @@ def token_refresh(*, refresh_token: str) -> Tokens:
         .objects.filter(pk=old.get(api_settings.USER_ID_CLAIM), is_active=True)
         .first()
     )
-    if user is None:
-        raise NotAuthorized()
+    issued_under = old.get(PASSWORD_CLAIM)
+    if (
+        user is None
+        or not isinstance(issued_under, str)
+        or not constant_time_compare(issued_under, password_mark(user.password))
+    ):
+        raise NotAuthorized()  # gone, or a new password since: sign in again
     app_password_id = old.get(APP_PASSWORD_CLAIM)
     if app_password_id is not None and not app_password_stands(
         user_id=user.pk, app_password_id=app_password_id
@@ -193,15 +207,20 @@ def app_password_create(*, user: Any, name: str) -> tuple[AppPassword, str]:
     which is not kept and cannot be shown again."""
     name = _name_checked(name)
     limit = settings.MAX_APP_PASSWORDS
-    if AppPassword.objects.filter(user=user).count() >= limit:
-        message = (
-            f"You have {limit} app passwords, the most an account may have "
-            "(MAX_APP_PASSWORDS): revoke one first"
-        )
-        raise InvalidInput(message, errors={"name": [message + "."]})
     secret = "".join(secrets.choice(_APP_ALPHABET) for _ in range(_APP_LENGTH))
     try:
         with transaction.atomic():
+            # Counted under the lock of the user's row, so that creations at once cannot all
+            # count one short of the cap; in a statement after the lock's, since one that waited
+            # for the lock would count what was committed before it waited.
+            users = get_user_model().objects.select_for_update(no_key=True)
+            users.filter(pk=user.pk).values_list("pk").first()
+            if AppPassword.objects.filter(user=user).count() >= limit:
+                message = (
+                    f"You have {limit} app passwords, the most an account may have "
+                    "(MAX_APP_PASSWORDS): revoke one first"
+                )
+                raise InvalidInput(message, errors={"name": [message + "."]})
             made = AppPassword.objects.create(
                 user=user,
                 name=name,

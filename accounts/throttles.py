@@ -1,4 +1,6 @@
-"""The login throttle: attempts per client address and username (docs/api.md, "Limits")."""
+"""The login throttle: attempts per client address and username (docs/api.md, "Limits"), one
+counter and one lockout shared by every surface that checks a password: /v1/auth/login, Basic on
+the app APIs, the sign-in page (the admin's too), and the pages that ask for the password again."""
 
 import hashlib
 import logging
@@ -21,10 +23,6 @@ class LoginThrottle(LimitNamingThrottle):
     scope = "login"
     limit_name = "login attempts per address and username"
 
-    def get_cache_key(self, request: Any, view: Any) -> str:
-        username = request.data.get("username") if isinstance(request.data, dict) else None
-        return self.key_for(request, username)
-
     def key_for(self, request: Any, username: object) -> str:
         # Hashed: the name is read before validation, so it may be of any size or content.
         name = username.casefold() if isinstance(username, str) else ""
@@ -43,7 +41,7 @@ def _failures(request: Any, username: str) -> tuple[LoginThrottle, str]:
 def refuse_while_throttled(request: Any, username: str) -> None:
     """Raise Throttled (429) while `username`, from the request's address, has used up its
     login attempts (THROTTLE_LOGIN_RATE): the right password is refused too, so guessing
-    gains nothing. For password checks outside the login endpoint (HTTP Basic)."""
+    gains nothing. Before every password check, on every surface."""
     throttle, blocked = _failures(request, username)
     try:
         closes = cache.get(blocked)
@@ -55,9 +53,10 @@ def refuse_while_throttled(request: Any, username: str) -> None:
         throttle.throttle_failure()
 
 
-def count_failed_login(request: Any, username: str) -> None:
-    """Count a wrong password given outside the login endpoint as a login attempt; once the
-    attempts reach THROTTLE_LOGIN_RATE, refuse_while_throttled refuses until the window closes."""
+def count_login_attempt(request: Any, username: str) -> None:
+    """Count a login attempt (any on /v1/auth/login, a wrong password elsewhere); once the
+    attempts reach THROTTLE_LOGIN_RATE, refuse_while_throttled refuses until the window closes,
+    on every surface: one counter and one lockout for all of them."""
     throttle, blocked = _failures(request, username)
     if throttle.rate is None:
         return

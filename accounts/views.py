@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from accounts import openapi, services
 from accounts.serializers import LoginSerializer, RefreshSerializer
-from accounts.throttles import LoginThrottle
+from accounts.throttles import count_login_attempt, refuse_while_throttled
 from api.fields import format_timestamp
 from api.views import PublicView
 
@@ -25,12 +25,16 @@ def tokens_body(tokens: services.Tokens) -> dict[str, Any]:
 
 
 class LoginView(PublicView):
-    throttle_classes = [LoginThrottle]
+    """Every attempt counts against the login throttle shared by every surface that takes a
+    password (accounts.throttles): a lockout earned here holds there, and the reverse."""
 
     @openapi.token_login
     def post(self, request: Request) -> Response:
         serializer = LoginSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
+        username = serializer.validated_data["username"]
+        refuse_while_throttled(request, username)
+        count_login_attempt(request, username)
         tokens = services.token_login(**serializer.validated_data)
         return Response({**tokens_body(tokens), "refresh_endpoint": REFRESH_ENDPOINT})
 

@@ -1,5 +1,5 @@
-"""Checks on API requests (API_PATH_PREFIXES) made before any view runs, answering with the
-error object; the admin's middleware, which /v1/ requests skip."""
+"""Checks made before any view runs (body limits; API requests' hosts, answered with the error
+object), the answers' Cache-Control, and the admin's middleware, which /v1/ requests skip."""
 
 from collections.abc import Callable
 
@@ -15,7 +15,7 @@ from api.errors import error_response
 
 
 class ApiMiddleware:
-    """A middleware that acts on API requests only (API_PATH_PREFIXES, read once)."""
+    """A middleware that tells API requests (API_PATH_PREFIXES, read once) from the others."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
@@ -23,23 +23,33 @@ class ApiMiddleware:
 
 
 class BodySizeLimitMiddleware(ApiMiddleware):
-    """Answers 413 with the error object when an API request's body is over MAX_BODY_BYTES.
+    """Answers 413 when a request's body is over its limit, before anything reads it: on API
+    paths MAX_BODY_BYTES with the error object, elsewhere (the pages, the admin) the plain-text
+    MAX_PAGE_BODY_BYTES.
 
     DRF parsers read the stream directly, so Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check
-    never runs for JSON bodies.
+    never runs for JSON bodies; and Django spools a large multipart upload to a temporary file
+    before the CSRF check could refuse it.
     """
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(self.prefixes):
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                length = 0
-            limit = settings.MAX_BODY_BYTES
-            if length > limit:
-                _discard_body(request, length)
-                return error_response(413, f"Request body too large: the limit is {limit} bytes")
-        return self.get_response(request)
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        api = request.path.startswith(self.prefixes)
+        limit = settings.MAX_BODY_BYTES if api else settings.MAX_PAGE_BODY_BYTES
+        if length <= limit:
+            return self.get_response(request)
+        _discard_body(request, length)
+        message = f"Request body too large: the limit is {limit} bytes"
+        if api:
+            return error_response(413, message)
+        return HttpResponse(
+            f"{message} (MAX_PAGE_BODY_BYTES).\n",
+            status=413,
+            content_type="text/plain; charset=utf-8",
+        )
 
 
 def _discard_body(request: HttpRequest, length: int) -> None:
@@ -56,6 +66,22 @@ def _discard_body(request: HttpRequest, length: int) -> None:
             left -= len(chunk)
     except OSError:
         pass  # the client has gone: nobody is left to read the answer
+
+
+class PrivateAnswersMiddleware:
+    """Marks every answer `Cache-Control: private, no-store` unless its view chose its own:
+    nearly every answer here is someone's subscriptions, devices, history or account, and none
+    may be kept by a shared cache or on a shared computer's disk. Static files are served before
+    this (WhiteNoise) with their own long caching."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if "Cache-Control" not in response:
+            response["Cache-Control"] = "private, no-store"
+        return response
 
 
 class AllowedHostMiddleware(ApiMiddleware):

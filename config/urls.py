@@ -18,6 +18,7 @@ from episodes import urls as episodes
 from gpodder import urls as gpodder
 from subscriptions import urls as subscriptions
 from subscriptions.views import SubscriptionViewSet
+from web.views import admin_sign_in
 
 
 # /v1/subscriptions and /v1/subscriptions/{guid}: listed, added, read and changed by the
@@ -47,6 +48,8 @@ urlpatterns = [
     # The gpodder.net API over the same subscriptions (docs/gpodder-api.md).
     path("api/2/", include(api.versioned([*gpodder.api2, *episodes.api2]))),
     path("subscriptions/", include(api.versioned(gpodder.simple))),
+    # Staff sign in on the people's sign-in page, throttled with every other (docs/web.md).
+    path("admin/login/", admin_sign_in, name="admin-sign-in"),
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
     # The account holders' own pages (docs/web.md), last: their paths are the site's root.

@@ -7,8 +7,8 @@ request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_
 keyed by an HMAC of them (nothing that would log in is kept), and still reads the user on each
 request, so a changed password or a deactivation ends them at once in every process (the
 password hash they were verified against is compared, by an HMAC of it, each time). An app
-password is looked up again on each request instead, and so is the one a session was made with:
-revoking it ends its app's access at once.
+password is looked up again on each request instead, and so is the one a session was made with
+(accounts.sessions): revoking it ends its app's access at once.
 """
 
 import binascii
@@ -27,8 +27,9 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from accounts.authentication import app_password_stands
-from accounts.services import APP_PASSWORD_SESSION_KEY, app_authenticate
-from accounts.throttles import count_failed_login, refuse_while_throttled
+from accounts.services import app_authenticate
+from accounts.sessions import APP_PASSWORD_SESSION_KEY
+from accounts.throttles import count_login_attempt, refuse_while_throttled
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -130,14 +131,11 @@ class GpodderAuthentication(BaseAuthentication):
             request.by_basic = True  # type: ignore[attr-defined]
             request.app_password_id = app_password_id  # type: ignore[attr-defined]
             return user, None
+        # Only a session an app made here counts, and only while its app password stands
+        # (accounts.sessions.SessionSurfaceMiddleware): a browser's is nobody on these paths.
         by_session = getattr(django_request, "user", None)
         if by_session is not None and by_session.is_authenticated:
             app_password_id = django_request.session.get(APP_PASSWORD_SESSION_KEY)
-            if app_password_id is not None and not app_password_stands(
-                user_id=by_session.pk, app_password_id=app_password_id
-            ):
-                django_request.session.flush()  # its app password was revoked
-                return None
             request.app_password_id = app_password_id  # type: ignore[attr-defined]
             return by_session, None
         return None
@@ -150,7 +148,7 @@ class GpodderAuthentication(BaseAuthentication):
         refuse_while_throttled(request, username)
         found = app_authenticate(request._request, username=username, password=password)
         if found is None:
-            count_failed_login(request, username)
+            count_login_attempt(request, username)
             raise AuthenticationFailed("Wrong username or password")
         credentials.remember(username, password, *found)
         return found

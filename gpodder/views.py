@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.services import APP_PASSWORD_SESSION_KEY
+from accounts.sessions import APP, APP_PASSWORD_SESSION_KEY, SURFACE_SESSION_KEY
 from api.negotiation import IgnoreAcceptNegotiation
 from api.params import query_param
 from api.renderers import JSONRenderer
@@ -50,11 +50,12 @@ class GpodderView(APIView):
         if kwargs.get("username") != request.user.get_username():
             raise NotAuthorized()
         # A successful Basic authentication sets the session cookie, unless it came with the
-        # cookie of this very user (an app sending both writes no session again).
+        # app session of this very user (an app sending both writes no session again).
         session = request._request.session
         app_password_id = getattr(request, "app_password_id", None)
         if getattr(request, "by_basic", False) and (
             session.get(SESSION_KEY) != str(request.user.pk)
+            or session.get(SURFACE_SESSION_KEY) != APP
             or session.get(APP_PASSWORD_SESSION_KEY) != app_password_id
         ):
             login(request._request, request.user, backend=MODEL_BACKEND)  # type: ignore[arg-type]

@@ -9,9 +9,9 @@ from django.conf import settings
 from django.core.cache import cache
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
-from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts import authentication as auth
+from accounts.services import refresh_token_for
 from api import throttles
 from tests import servers
 from tests.factories import UserFactory
@@ -66,7 +66,7 @@ def _clear_cache() -> Iterator[None]:
 
 def client_for(user: Any) -> APIClient:
     client = APIClient()
-    token = RefreshToken.for_user(user).access_token
+    token = refresh_token_for(user).access_token
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return client
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
-from rest_framework_simplejwt.tokens import RefreshToken
 
+from accounts.services import refresh_token_for
 from deletions.models import Deletion
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 from tests.factories import UserFactory
@@ -82,7 +82,7 @@ def world(user: Any, other_user: Any) -> dict[str, Any]:
     """Rows of two users, and a live refresh token, for a request to damage."""
     mine = subscribe(user, "https://example.com/mine")
     subscribe(other_user, "https://example.com/theirs")
-    refresh = RefreshToken.for_user(user)
+    refresh = refresh_token_for(user)
     return {"guid": mine.guid, "refresh": str(refresh)}
 
 

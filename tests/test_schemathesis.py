@@ -14,12 +14,14 @@ from hypothesis import HealthCheck, settings
 from rest_framework_simplejwt.tokens import AccessToken
 from schemathesis.core.transforms import to_wire_text
 
+from accounts.authentication import PASSWORD_CLAIM, password_mark
 from config.wsgi import application
 from tests.factories import UserFactory
 
 schema = schemathesis.openapi.from_wsgi("/v1/openapi.json", application)
 # Each test's user gets this id, so one token, made before any case is, stays valid.
 USER_ID = 424242
+PASSWORD = "!not-a-password"  # the hash the token is bound to
 
 
 # Through schemathesis' auth, not a header set on every call: a case that leaves the token out on
@@ -27,7 +29,9 @@ USER_ID = 424242
 @schema.auth()
 class BearerAuth:
     def get(self, case, context):
-        return str(AccessToken.for_user(get_user_model()(id=USER_ID)))
+        token = AccessToken.for_user(get_user_model()(id=USER_ID))
+        token[PASSWORD_CLAIM] = password_mark(PASSWORD)  # as every token the service issues
+        return str(token)
 
     def set(self, case, data, context):
         case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
@@ -42,7 +46,9 @@ def raw_document(ctx, value):
 
 @pytest.fixture
 def token_user(db):
-    return UserFactory(id=USER_ID)
+    user = UserFactory(id=USER_ID)
+    get_user_model().objects.filter(id=USER_ID).update(password=PASSWORD)
+    return user
 
 
 @schema.parametrize()

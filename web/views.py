@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login, logout, update_session_auth_hash
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
@@ -23,7 +24,7 @@ from rest_framework.exceptions import Throttled
 
 from accounts import selectors as account_selectors
 from accounts import services as accounts
-from accounts.throttles import count_failed_login, count_registration, refuse_while_throttled
+from accounts.throttles import count_login_attempt, count_registration, refuse_while_throttled
 from core import clock
 from core.exceptions import DomainError, Gone, InvalidInput, NotFound
 from deletions import selectors as deletion_selectors
@@ -37,11 +38,9 @@ GET_POST = require_http_methods(["GET", "POST"])
 
 
 def _signed_in(request: HttpRequest) -> bool:
-    """Signed in on these pages: a session an app made with an app password (gpodder's Basic
-    authentication sets one) is for that app's API calls only."""
-    return bool(request.user.is_authenticated) and (
-        accounts.APP_PASSWORD_SESSION_KEY not in request.session
-    )
+    """Signed in on these pages: only a session signed in on them or the admin is someone here
+    (accounts.sessions), never one an app made with Basic on its API."""
+    return bool(request.user.is_authenticated)
 
 
 def _person(request: HttpRequest) -> Any:
@@ -74,6 +73,27 @@ def _throttled_message(exc: Throttled) -> str:
     return f"{exc.detail} Try again in {wait} seconds."
 
 
+def _password_form_status(
+    request: HttpRequest, form: Any, username: str, *, password_field: str | None = None
+) -> int:
+    """Validate a form that checks an account's password as a sign-in does (accounts.throttles):
+    refused while `username` is locked out, from here or any other surface, and a wrong
+    password counted (only an error on `password_field`, when the form has other fields). 200
+    when the form is valid, else the status to answer: 429 or 400."""
+    try:
+        refuse_while_throttled(request, username)
+    except Throttled as exc:
+        form.is_valid()  # so the form is bound and shows its fields
+        form.errors.clear()
+        form.add_error(None, _throttled_message(exc))
+        return 429
+    if form.is_valid():
+        return 200
+    if username and (password_field is None or form.has_error(password_field)):
+        count_login_attempt(request, username)
+    return 400
+
+
 def _next_page(request: HttpRequest, default: str) -> str:
     """Where a form asked to go back to, if it is a page of this site."""
     wanted = request.POST.get("next") or request.GET.get("next") or ""
@@ -101,28 +121,29 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     form = forms.SignInForm(request, data=request.POST if request.method == "POST" else None)
     status = 200
     if request.method == "POST":
-        username = request.POST.get("username", "")
-        try:
-            refuse_while_throttled(request, username)
-        except Throttled as exc:
-            form.is_valid()  # so the form is bound and shows its fields
-            form.errors.clear()
-            form.add_error(None, _throttled_message(exc))
-            status = 429
-        else:
-            if form.is_valid():
-                login(request, form.get_user())
-                # Signed in with the password now, whatever app password made the session.
-                request.session.pop(accounts.APP_PASSWORD_SESSION_KEY, None)
-                return redirect(_next_page(request, reverse("web:podcasts")))
-            if username:
-                count_failed_login(request, username)
+        checked = _password_form_status(request, form, request.POST.get("username", ""))
+        if checked == 200:
+            login(request, form.get_user())
+            return redirect(_next_page(request, reverse("web:podcasts")))
+        status = 429 if checked == 429 else 200  # a wrong password is the form shown again
     return render(
         request,
         "web/login.html",
         {"form": form, "next": _next_page(request, ""), "registration": settings.REGISTRATION_OPEN},
         status=status,
     )
+
+
+@GET_POST
+def admin_sign_in(request: HttpRequest) -> HttpResponse:
+    """The admin's sign-in page is this site's: one form, one throttle and one lockout for every
+    surface, and never an app password. Staff come back to where the admin sent them."""
+    next_page = _next_page(request, reverse("admin:index"))
+    if not _signed_in(request):
+        return redirect_to_login(next_page)
+    if not request.user.is_staff:
+        raise PermissionDenied("This account is not staff: the admin is for staff only.")
+    return redirect(next_page)
 
 
 @require_POST
@@ -246,7 +267,8 @@ def deletion(request: HttpRequest, deletion_id: int) -> HttpResponse:
 @require_GET
 @person_required
 def devices(request: HttpRequest) -> HttpResponse:
-    return render(request, "web/devices.html", {"devices": selectors.devices_of(user=request.user)})
+    page = selectors.devices_page(user=request.user, page=request.GET.get("page"))
+    return render(request, "web/devices.html", {"page": page})
 
 
 @GET_POST
@@ -257,14 +279,18 @@ def device(request: HttpRequest, device_id: str) -> HttpResponse:
     initial = {"caption": found.caption, "type": found.type}
     form = forms.DeviceForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        gpodder.device_update(
-            user=request.user,
-            device_id=found.device_id,
-            caption=form.cleaned_data["caption"],
-            type=form.cleaned_data["type"],
-        )
-        messages.success(request, f"Device {found.device_id} saved.")
-        return redirect("web:devices")
+        try:
+            gpodder.device_update(
+                user=request.user,
+                device_id=found.device_id,
+                caption=form.cleaned_data["caption"],
+                type=form.cleaned_data["type"],
+            )
+        except InvalidInput as exc:  # removed meanwhile, and no room to make it again
+            _form_errors(form, exc)
+        else:
+            messages.success(request, f"Device {found.device_id} saved.")
+            return redirect("web:devices")
     return render(request, "web/device.html", {"device": found, "form": form})
 
 
@@ -334,7 +360,6 @@ def everything(request: HttpRequest) -> StreamingHttpResponse:
         selectors.everything(user=_person(request)), content_type="application/json"
     )
     response["Content-Disposition"] = 'attachment; filename="podcast-sync-data.json"'
-    response["Cache-Control"] = "no-store"
     return response
 
 
@@ -374,8 +399,11 @@ def account(request: HttpRequest) -> HttpResponse:
 @never_cache
 def password_change(request: HttpRequest) -> HttpResponse:
     form = forms.PasswordChange(_person(request), request.POST)
-    if not form.is_valid():
-        return _account_page(request, password_form=form, status=400)
+    status = _password_form_status(
+        request, form, request.user.get_username(), password_field="old_password"
+    )
+    if status != 200:
+        return _account_page(request, password_form=form, status=status)
     form.save()
     update_session_auth_hash(request, form.user)  # this session stays; every other one ends
     messages.success(request, "Your password is changed. Other signed-in browsers are signed out.")
@@ -417,26 +445,16 @@ def account_delete(request: HttpRequest) -> HttpResponse:
     form = forms.PasswordConfirmForm(request.POST if request.method == "POST" else None, user=user)
     status = 200
     if request.method == "POST":
-        try:
-            refuse_while_throttled(request, user.get_username())
-        except Throttled as exc:
-            form.is_valid()
-            form.errors.clear()
-            form.add_error(None, _throttled_message(exc))
-            status = 429
-        else:
-            if form.is_valid():
-                try:
-                    requested = deletions.account_deletion_request(user=user)
-                except InvalidInput as exc:
-                    form.add_error(None, f"{exc.message}.")
-                    status = 400
-                else:
-                    logout(request)
-                    return redirect("web:account-deletion", key=requested.key)
-            else:
-                count_failed_login(request, user.get_username())
+        status = _password_form_status(request, form, user.get_username())
+        if status == 200:
+            try:
+                requested = deletions.account_deletion_request(user=user)
+            except InvalidInput as exc:
+                form.add_error(None, f"{exc.message}.")
                 status = 400
+            else:
+                logout(request)
+                return redirect("web:account-deletion", key=requested.key)
     return render(request, "web/account_delete.html", {"form": form}, status=status)
 
 

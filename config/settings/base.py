@@ -55,6 +55,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "api.middleware.PrivateAnswersMiddleware",
     "api.middleware.AllowedHostMiddleware",
     "api.middleware.BodySizeLimitMiddleware",
     # Django's session, user and message middleware, skipped for /v1/ requests.
@@ -62,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "api.middleware.AuthenticationMiddleware",
+    "accounts.sessions.SessionSurfaceMiddleware",
     "api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "api.middleware.CSPMiddleware",
@@ -144,6 +146,10 @@ STORAGES = {
 # --- Limits (docs/api.md, "Limits") -------------------------------------------------------
 MAX_BODY_BYTES = env.int("MAX_BODY_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_BODY_BYTES
+# A body sent to the pages or the admin: an OPML file of MAX_BODY_BYTES with its multipart
+# envelope and the form's fields. Refused before it is read, so nothing is spooled to disk.
+MAX_PAGE_BODY_BYTES = env.int("MAX_PAGE_BODY_BYTES", default=MAX_BODY_BYTES + 64 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = MAX_PAGE_BODY_BYTES
 # How much of a body over the limit is read (and dropped) before the 413, so that the client,
 # still sending, can read it; beyond this the connection may be reset.
 BODY_DISCARD_BYTES = env.int("BODY_DISCARD_BYTES", default=64 * 1024 * 1024)
@@ -223,6 +229,10 @@ SIMPLE_JWT = {
 REGISTRATION_OPEN = env.bool("REGISTRATION_OPEN", default=False)
 # App passwords per account (docs/web.md, "Account and app passwords").
 MAX_APP_PASSWORDS = env.int("MAX_APP_PASSWORDS", default=50)
+# Devices per account (docs/gpodder-api.md, "Devices"): each app install names one, and a
+# reinstall often a new one, so a person gathers some in a few years; 100 leaves room for that
+# and bounds the device lists, which the gpodder API answers whole.
+MAX_DEVICES = env.int("MAX_DEVICES", default=100)
 # How long a web process trusts that a token's user is still active before reading it again
 # (accounts.authentication.active_users): a deactivation reaches every process within this; 0
 # reads it on every request.

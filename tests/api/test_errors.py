@@ -13,8 +13,9 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
-from rest_framework_simplejwt.tokens import RefreshToken
 
+from accounts.authentication import password_mark
+from accounts.services import refresh_token_for
 from api.throttles import UserThrottle
 from deletions.models import Deletion
 from subscriptions.models import Subscription
@@ -91,6 +92,7 @@ def signed_token(user: Any, *, key: str | None = None, lifetime: int = 3600, **c
         "iat": now - 1,
         "jti": uuid.uuid4().hex,
         "user_id": str(user.pk),
+        "pwd": password_mark(user.password),
         **claims,
     }
     return jwt.encode(payload, key or settings.SECRET_KEY, algorithm="HS256")
@@ -158,13 +160,13 @@ def unsigned(user: Any) -> str:
 def tampered(user: Any) -> str:
     """A real token of another user whose payload now names `user`, signature kept."""
     someone: Any = UserFactory()
-    header, _, signature = str(RefreshToken.for_user(someone).access_token).split(".")
+    header, _, signature = str(refresh_token_for(someone).access_token).split(".")
     _, payload, _ = signed_token(user).split(".")
     return f"{header}.{payload}.{signature}"
 
 
 def refresh_as_access(user: Any) -> str:
-    return str(RefreshToken.for_user(user))
+    return str(refresh_token_for(user))
 
 
 def of_missing_user(user: Any) -> str:
@@ -191,6 +193,16 @@ def of_inactive_user(user: Any) -> str:
     return signed_token(user)
 
 
+def without_password_claim(user: Any) -> str:
+    payload = jwt.decode(signed_token(user), options={"verify_signature": False})
+    del payload["pwd"]
+    return jwt.encode(payload, settings.SECRET_KEY, algorithm="HS256")
+
+
+def of_another_password(user: Any) -> str:
+    return signed_token(user, pwd=password_mark("a password the account never had"))
+
+
 def without_expiry(user: Any) -> str:
     payload = jwt.decode(signed_token(user), options={"verify_signature": False})
     del payload["exp"]
@@ -208,6 +220,8 @@ BAD_TOKENS = [
     of_user_id_out_of_range,
     without_user_id,
     of_inactive_user,
+    without_password_claim,
+    of_another_password,
     without_expiry,
 ]
 
@@ -759,7 +773,7 @@ def test_a_throttle_window_opens_at_the_clients_first_request(api, deletion, mon
 
 def test_access_token_past_its_lifetime_is_401(user, subscription):
     """A token simplejwt itself issued, once its lifetime is over."""
-    token = RefreshToken.for_user(user).access_token
+    token = refresh_token_for(user).access_token
     token.set_exp(lifetime=-timedelta(seconds=1))
 
     response = with_header(f"Bearer {token}").get(f"/v1/subscriptions/{subscription.guid}")

@@ -1,9 +1,11 @@
 """A body over the limit always gets its 413, under gunicorn with the production settings: the
-client, which sends its whole body before it reads the answer, must be able to read it."""
+client, which sends its whole body before it reads the answer, must be able to read it; and a
+body sent to a page is refused before anything stores it."""
 
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -40,6 +42,9 @@ def service(tmp_path: Path) -> Iterator[int]:
         "THROTTLE_LOGIN_RATE": "1000/min",  # a login before each try
     }
     env.pop("REDIS_URL", None)
+    # Where Django would spool a large upload: watched by the tests.
+    (tmp_path / "spool").mkdir()
+    env["TMPDIR"] = str(tmp_path / "spool")
     log = tmp_path / "gunicorn.log"
     with log.open("wb") as out:
         server = subprocess.Popen(
@@ -105,3 +110,50 @@ def test_every_oversized_body_gets_its_413(service, size, tries):
     message = json.loads(answers[0][1])["message"]
     assert message == f"Request body too large: the limit is {settings.MAX_BODY_BYTES} bytes"
     assert not user.subscriptions.exists()
+
+
+def spooled(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("path", ["/login/", "/data/import/", "/admin/login/", "/register/"])
+def test_a_huge_body_to_a_page_is_refused_before_it_is_stored(service, tmp_path, path):
+    """300 MB of multipart upload, anonymous: nothing may spool it to disk before the CSRF
+    check (or a sign-in) refuses it. The upload is sent while the spool folder is watched."""
+    size = 300 * 1024 * 1024
+    boundary = "x" * 20
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\n\r\n"
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.opml"\r\n'
+        "Content-Type: text/x-opml\r\n\r\n"
+    ).encode()
+    chunk = b"\0" * (1024 * 1024)
+    most = 0
+    with socket.create_connection(("127.0.0.1", service), timeout=30) as sock:
+        sock.sendall(head)
+        try:
+            for _ in range(200):  # 200 MiB, or until the server stops reading
+                sock.sendall(chunk)
+                most = max(most, spooled(tmp_path / "spool"))
+        except OSError:
+            pass  # answered and closed: past BODY_DISCARD_BYTES it reads no more
+        sock.settimeout(10)
+        try:
+            answer = sock.recv(4096)
+        except OSError:
+            answer = b""
+    assert most == 0
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    if answer:
+        assert b"MAX_PAGE_BODY_BYTES" in answer
+
+
+def test_a_body_just_over_the_page_limit_gets_its_413(service):
+    body = b"username=alice&password=" + b"x" * settings.MAX_PAGE_BODY_BYTES
+    conn = http.client.HTTPConnection("127.0.0.1", service, timeout=60)
+    conn.request("POST", "/login/", body, {"Content-Type": "application/x-www-form-urlencoded"})
+    response = conn.getresponse()
+    assert response.status == 413
+    text = response.read().decode()
+    assert f"the limit is {settings.MAX_PAGE_BODY_BYTES} bytes (MAX_PAGE_BODY_BYTES)" in text
