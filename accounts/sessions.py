@@ -27,7 +27,8 @@ BROWSER = "browser"
 
 
 def surface_of(path: str) -> str:
-    """The surface a request path belongs to: the app APIs' paths, or the pages and admin."""
+    """The surface a request's path_info (the path Django routes on, whatever SCRIPT_NAME a
+    server puts before it) belongs to: the app APIs' paths, or the pages and admin."""
     return APP if path.startswith(tuple(settings.API_PATH_PREFIXES)) else BROWSER
 
 
@@ -38,7 +39,12 @@ def mark_signed_in_session(sender: Any, request: HttpRequest | None, **kwargs: A
     session = getattr(request, "session", None)
     if request is None or session is None:
         return
-    surface = surface_of(request.path)
+    surface = surface_of(request.path_info)
+    if session.get(SURFACE_SESSION_KEY, surface) != surface:
+        # The same person signed in on the other surface with this cookie: Django keeps the
+        # session's key for the same user, which would leave the old surface's holder of the
+        # cookie (an app, or whoever planted it) signed in on this one.
+        session.cycle_key()
     session[SURFACE_SESSION_KEY] = surface
     if surface == BROWSER:
         session.pop(APP_PASSWORD_SESSION_KEY, None)
@@ -55,7 +61,7 @@ def _user_here(request: HttpRequest) -> Any:
         ):
             session.flush()
             return AnonymousUser()
-        if session.get(SURFACE_SESSION_KEY) != surface_of(request.path):
+        if session.get(SURFACE_SESSION_KEY) != surface_of(request.path_info):
             return AnonymousUser()
     return get_user(request)
 

@@ -6,6 +6,7 @@ import hashlib
 import logging
 import math
 import time
+import unicodedata
 from typing import Any
 
 import redis
@@ -24,8 +25,14 @@ class LoginThrottle(LimitNamingThrottle):
     limit_name = "login attempts per address and username"
 
     def key_for(self, request: Any, username: object) -> str:
-        # Hashed: the name is read before validation, so it may be of any size or content.
-        name = username.casefold() if isinstance(username, str) else ""
+        # One key for every spelling that can sign in as one account: the sign-in form strips
+        # the name and reads it in NFKC (" Dave", or "dave" in fullwidth letters), so the key
+        # does the same, and folds case on top. Hashed: the name is read before validation, so
+        # it may be of any size or content.
+        name = ""
+        if isinstance(username, str):
+            name = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", username).casefold())
+            name = name.strip()
         digest = hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()
         return self.cache_format % {
             "scope": self.scope,

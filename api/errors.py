@@ -58,7 +58,7 @@ def error_response(status: int, message: str | None = None) -> JsonResponse:
 
 
 def _is_api(request: HttpRequest) -> bool:
-    return request.path.startswith(settings.API_PATH_PREFIXES)
+    return request.path_info.startswith(settings.API_PATH_PREFIXES)
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

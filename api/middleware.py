@@ -37,7 +37,7 @@ class BodySizeLimitMiddleware(ApiMiddleware):
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        api = request.path.startswith(self.prefixes)
+        api = request.path_info.startswith(self.prefixes)
         limit = settings.MAX_BODY_BYTES if api else settings.MAX_PAGE_BODY_BYTES
         if length <= limit:
             return self.get_response(request)
@@ -91,7 +91,7 @@ class AllowedHostMiddleware(ApiMiddleware):
     """
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith(self.prefixes):
+        if request.path_info.startswith(self.prefixes):
             try:
                 request.get_host()
             except DisallowedHost:
@@ -106,7 +106,7 @@ class SkippedForApi:
     looks for it by name, and it costs little."""
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path.startswith("/v1/"):
+        if request.path_info.startswith("/v1/"):
             return self.get_response(request)  # type: ignore[attr-defined]
         return super().__call__(request)  # type: ignore[misc]
 

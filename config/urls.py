@@ -7,6 +7,7 @@ below (docs/architecture.md, "A new endpoint").
 
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from rest_framework.routers import SimpleRouter
 
 from accounts import urls as accounts
@@ -48,8 +49,10 @@ urlpatterns = [
     # The gpodder.net API over the same subscriptions (docs/gpodder-api.md).
     path("api/2/", include(api.versioned([*gpodder.api2, *episodes.api2]))),
     path("subscriptions/", include(api.versioned(gpodder.simple))),
-    # Staff sign in on the people's sign-in page, throttled with every other (docs/web.md).
+    # Staff sign in, and change their password, on the people's pages: one form each, under
+    # the login throttle every surface shares (docs/web.md).
     path("admin/login/", admin_sign_in, name="admin-sign-in"),
+    path("admin/password_change/", RedirectView.as_view(pattern_name="web:account")),
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
     # The account holders' own pages (docs/web.md), last: their paths are the site's root.

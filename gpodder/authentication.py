@@ -142,10 +142,12 @@ class GpodderAuthentication(BaseAuthentication):
 
     def _basic_user(self, request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:
         username, password = _basic_credentials(encoded)
+        # Before the remembered ones too: a locked-out username waits, the right password
+        # included, whatever this process remembers.
+        refuse_while_throttled(request, username)
         known = credentials.user(username, password)
         if known is not None:
             return known
-        refuse_while_throttled(request, username)
         found = app_authenticate(request._request, username=username, password=password)
         if found is None:
             count_login_attempt(request, username)

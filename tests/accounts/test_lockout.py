@@ -109,3 +109,51 @@ def test_a_person_who_is_not_staff_is_told_so(db: None) -> None:
     client.post("/login/", {"username": "alice", "password": PASSWORD})
     answer = client.get("/admin/", follow=True)
     assert answer.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "spelling", [" root", "root ", "\troot", "root\u00a0", "\uff52\uff4f\uff4f\uff54"]
+)
+def test_every_spelling_that_signs_in_counts_in_one_lockout(staff: Any, spelling: str) -> None:
+    """The sign-in page strips the name and reads it in NFKC: each spelling that reaches the
+    account is counted with it."""
+    assert page_sign_in_as(spelling, PASSWORD) == 302  # it does sign in as root
+    for _ in range(LIMIT):
+        assert page_sign_in_as(spelling, "a wrong guess") == 200
+    assert page_sign_in_as("root", PASSWORD) == 429
+    assert page_sign_in_as(spelling, PASSWORD) == 429
+    assert api_login(PASSWORD) == 429
+
+
+def page_sign_in_as(username: str, password: str) -> int:
+    return int(Client().post("/login/", {"username": username, "password": password}).status_code)
+
+
+def test_remembered_basic_credentials_obey_a_lockout(staff: Any) -> None:
+    """Kasts sends Basic on every request: once the username is locked out, a remembered right
+    password waits too."""
+    assert basic_login(PASSWORD) == 200
+    assert basic_login(PASSWORD) == 200  # remembered now
+    for _ in range(LIMIT):
+        api_login("a wrong guess")
+    assert basic_login(PASSWORD) == 429
+
+
+def test_the_admins_password_change_is_the_account_page(staff: Any) -> None:
+    """The admin's own form would be an unthrottled oracle for the old password."""
+    client = Client()
+    client.post("/login/", {"username": "root", "password": PASSWORD})
+    answer = client.get("/admin/password_change/")
+    assert answer.status_code == 302
+    assert answer["Location"] == "/account/"
+    posted = client.post(
+        "/admin/password_change/",
+        {
+            "old_password": PASSWORD,
+            "new_password1": "x1y2z3w4v5u6",
+            "new_password2": "x1y2z3w4v5u6",
+        },
+    )
+    assert posted.status_code == 302
+    staff.refresh_from_db()
+    assert staff.check_password(PASSWORD)

@@ -132,3 +132,62 @@ def test_a_session_without_a_surface_is_nobody_anywhere(staff: Any) -> None:
     assert client.get("/admin/").status_code == 302
     assert client.get("/podcasts/").status_code == 302
     assert client.get("/api/2/devices/root.json").status_code == 401
+
+
+# --- What a red team tried next: the surface is the path Django routes on, and changing surface
+# gives the session a new key.
+
+
+def test_a_script_name_does_not_move_a_request_to_the_other_surface(staff: Any) -> None:
+    """gunicorn takes SCRIPT_NAME from a header of a trusted peer: it must not make a page look
+    like an app path, nor an app path like a page."""
+    _, secret = services.app_password_create(user=staff, name="AntennaPod")
+    app = app_session("root", secret)
+    assert app.get("/admin/", SCRIPT_NAME="/api/2").status_code == 302
+    assert app.get("/data/everything.json", SCRIPT_NAME="/subscriptions").status_code == 302
+
+    other = Client()
+    made = other.post(
+        "/api/2/auth/root/login.json",
+        b"",
+        content_type="plain/text",
+        HTTP_AUTHORIZATION=basic("root", secret),
+        SCRIPT_NAME="/x",
+    )
+    assert made.status_code == 200
+    assert other.get("/admin/").status_code == 302
+    assert other.get("/api/2/devices/root.json").status_code == 200
+
+    browser = signed_in("root")
+    assert browser.get("/api/2/devices/root.json", SCRIPT_NAME="/x").status_code == 401
+
+
+def test_a_script_name_of_v1_before_a_page_is_no_500(staff: Any) -> None:
+    browser = signed_in("root")
+    for path in ("/admin/", "/login/", "/podcasts/"):
+        assert browser.get(path, SCRIPT_NAME="/v1").status_code in (200, 302), path
+
+
+def test_signing_in_over_another_surfaces_session_gives_it_a_new_key(staff: Any) -> None:
+    """The app's copy of the cookie (or a planted one) must not become a browser's session."""
+    _, secret = services.app_password_create(user=staff, name="gPodder")
+    app = app_session("root", secret)
+    browser = Client()
+    browser.cookies["sessionid"] = app.cookies["sessionid"].value  # the same cookie
+
+    assert browser.post("/login/", {"username": "root", "password": PASSWORD}).status_code == 302
+
+    assert browser.cookies["sessionid"].value != app.cookies["sessionid"].value
+    assert browser.get("/admin/").status_code == 200
+    assert app.get("/admin/").status_code == 302
+    assert app.get("/api/2/devices/root.json").status_code == 401  # its session is gone
+
+
+def test_basic_over_a_browsers_session_gives_it_a_new_key(staff: Any) -> None:
+    browser = signed_in("root")
+    app = Client()
+    app.cookies["sessionid"] = browser.cookies["sessionid"].value
+    answer = app.get("/api/2/devices/root.json", HTTP_AUTHORIZATION=basic("root", PASSWORD))
+    assert answer.status_code == 200
+    assert app.cookies["sessionid"].value != browser.cookies["sessionid"].value
+    assert browser.get("/admin/").status_code == 302
