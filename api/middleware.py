@@ -99,6 +99,30 @@ class AllowedHostMiddleware(ApiMiddleware):
         return self.get_response(request)
 
 
+class SecureCookiesOverHttpsMiddleware:
+    """Cookies are `Secure` when the request came over HTTPS (directly, or as the proxy header
+    SECURE_PROXY_SSL_HEADER says) and not otherwise (docs/operations.md, "Cookies over plain
+    HTTP").
+
+    SESSION_COOKIE_SECURE and CSRF_COOKIE_SECURE stay true, so that `check --deploy` keeps its
+    checks; this takes the flag off the cookies of an answer to a plain-HTTP request: a client
+    would never send such a cookie back over `http://` (browsers do not even keep it), so a
+    plain-HTTP deployment could sign no one in (the gpodder apps, the pages). Placed outside
+    every middleware that sets a cookie (the session's, CSRF's, messages'), it sees them all.
+    Django's own CsrfViewMiddleware stays in MIDDLEWARE by name: `check --deploy` looks for it.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.cookies and not request.is_secure():
+            for morsel in response.cookies.values():
+                morsel["secure"] = ""
+        return response
+
+
 class SkippedForApi:
     """Makes a middleware of the admin's (sessions, its user, messages) pass /v1/ requests straight
     on: they carry bearer tokens and no cookies, so the three would only cost time

@@ -34,6 +34,12 @@ class Device(models.Model):
     last_used = models.DateTimeField(
         help_text="When a request last named the device (to the minute)."
     )
+    pulled_up_to = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="The timestamp its last subscription pull answered (null: none yet): an "
+        "upload answers no later one when another change came after it.",
+    )
 
     class Meta:
         constraints = [

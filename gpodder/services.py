@@ -29,6 +29,7 @@ from subscriptions.services import (
     AddEntry,
     hold_user_writes,
     lock_user_writes,
+    lock_user_writes_after,
     subscription_add_many,
     subscription_unsubscribe_many,
 )
@@ -69,7 +70,7 @@ def devices_touch(*, user: Any, device_ids: Collection[str]) -> dict[str, Device
     found = {
         device.device_id: device
         for device in Device.objects.filter(user=user, device_id__in=list(device_ids)).only(
-            "device_id", "last_used"
+            "device_id", "last_used", "pulled_up_to"
         )
     }
     missing = [device_id for device_id in device_ids if device_id not in found]
@@ -207,12 +208,16 @@ class Changes:
 def subscription_pull(*, user: Any, device: Device, since: int) -> Changes:
     """The subscriptions changed at or after `since` (whole seconds), split into the subscribed
     (`add`) and the unsubscribed or deleted (`remove`), each in the device's spelling; and the
-    timestamp to send back (gpodder.sync), taken while the user's writes are held."""
+    timestamp to send back (gpodder.sync), taken while the user's writes are held. The device
+    remembers that timestamp, for its next upload's (subscription_upload)."""
     with transaction.atomic():
         latest = hold_user_writes(user.pk)
         answered = selectors.subscription_changes(user=user, device=device, since=since)
         _remember_answered(user=user, device=device, answered=answered)
         timestamp = sync_timestamp(latest)
+        if device.pulled_up_to != timestamp:
+            Device.objects.filter(pk=device.pk).update(pulled_up_to=timestamp)
+            device.pulled_up_to = timestamp
     return Changes(
         add=[item.url for item in answered if item.current],
         remove=[item.url for item in answered if not item.current],
@@ -312,16 +317,27 @@ def subscription_upload(
 ) -> Upload:
     """Apply a device's changes: adds subscribe (or re-subscribe), removes unsubscribe (not a
     deletion); a URL that cannot be used is reported and left out, never failing the others.
-    `follows_update_urls`: the app rewrites its URLs as the answer's update_urls say."""
+    `follows_update_urls`: the app rewrites its URLs as the answer's update_urls say.
+
+    Apps keep the upload's timestamp as their next `since` (AntennaPod, Kasts), in place of the
+    one their pull before it answered: when anything changed since that pull's timestamp, before
+    this upload's own changes, the answer is no later than that timestamp, so that the next
+    pull brings what other devices changed in between. This upload's changes come again then,
+    which is harmless.
+    """
     subscription_changes_check(add=add, remove=remove)
     sent = _Sent(add, remove)
     with transaction.atomic():
-        lock_user_writes(user.pk)  # what is read next stays true until the writes are done
+        # What is read next stays true until the writes are done.
+        _, before = lock_user_writes_after(user.pk)
         adding = sent.not_current(sent.usable(add), sent.reached(user))
         subscription_add_many(user=user, entries=[AddEntry(url) for url in adding])
         subscription_unsubscribe_many(user=user, urls=sent.usable(remove))
         sent.remember_spellings(user=user, device=device, follows_update_urls=follows_update_urls)
         timestamp = sync_timestamp(hold_user_writes(user.pk))
+    pulled = device.pulled_up_to
+    if pulled is not None and before is not None and before.timestamp() >= pulled:
+        timestamp = min(timestamp, pulled)
     return Upload(timestamp=timestamp, update_urls=sent.update_urls())
 
 

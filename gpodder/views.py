@@ -148,7 +148,14 @@ class SubscriptionsView(GpodderView):
         )
 
     def post(self, request: Request, username: str, device: str) -> Response:
-        serializer = SubscriptionChangesSerializer(data=request.data)
+        data = request.data
+        if request.stream is None:  # no body at all (DRF reads one as {})
+            # Never read as "no changes": a client whose body was lost would believe it sent it.
+            raise InvalidInput(
+                'the body is empty: send {"add": [...], "remove": [...]}',
+                errors={"body": ["Send a JSON object with add and remove."]},
+            )
+        serializer = SubscriptionChangesSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         services.subscription_changes_check(**serializer.validated_data)
         found = services.device_touch(user=request.user, device_id=device)

@@ -65,6 +65,12 @@ def lock_user_writes(user_id: int) -> datetime:
     (strictly later than) never misses a change: not one made in the same millisecond as the
     last, nor one made on a machine whose clock is behind another's.
     """
+    return lock_user_writes_after(user_id)[0]
+
+
+def lock_user_writes_after(user_id: int) -> tuple[datetime, datetime | None]:
+    """lock_user_writes, with the time of the user's latest change before these writes (None:
+    none yet), read in the same query."""
     latest = Subscription.objects.filter(user=OuterRef("pk")).order_by("-changed")
     locked = (
         get_user_model()
@@ -82,8 +88,8 @@ def lock_user_writes(user_id: int) -> datetime:
     last_change = found[0] if found else None
     now = clock.now()
     if last_change is not None and last_change >= now:
-        return last_change + timedelta(milliseconds=1)
-    return now
+        return last_change + timedelta(milliseconds=1), last_change
+    return now, last_change
 
 
 # Every field of a new subscription but its id, its user and what the database computes.

@@ -246,6 +246,56 @@ def test_an_upload_answers_timestamp_and_update_urls_even_when_empty(app):
     assert isinstance(answer["timestamp"], int)
 
 
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json", "application/x-www-form-urlencoded", "plain/text; charset=utf-8"],
+)
+def test_an_upload_with_no_body_is_a_400_that_makes_nothing(app, alice, content_type):
+    """A client whose body was lost must not be told it uploaded; not even the device is made."""
+    response = app.post(SUBS, b"", content_type=content_type)
+    body = assert_error(response, 400)
+    assert "the body is empty" in body["message"]
+    assert not Device.objects.exists()
+    assert not Subscription.objects.exists()
+
+
+def test_an_upload_of_an_empty_object_changes_nothing_and_is_answered(app, alice):
+    """`{}` is a body (no adds, no removes), unlike no body at all."""
+    answer = upload(app)
+    assert answer["update_urls"] == []
+    assert not Subscription.objects.exists()
+
+
+def test_an_upload_answers_no_later_than_the_pull_when_others_changed_in_between(app, alice, clock):
+    """AntennaPod keeps the upload's timestamp as its next `since`: what another device changed
+    between its pull and its upload must still reach its next pull, and with `since` + 1."""
+    pulled = pull(app)
+    clock.advance(seconds=3)
+    upload(app, device="laptop", add=["https://example.com/laptop.xml"])
+    clock.advance(seconds=5)
+    answer = upload(app, add=["https://example.com/phone.xml"])
+    assert answer["timestamp"] <= pulled["timestamp"]
+    for since in (answer["timestamp"], answer["timestamp"] + 1):
+        assert "https://example.com/laptop.xml" in pull(app, since=since)["add"]
+
+
+def test_an_upload_after_a_pull_with_nothing_changed_in_between_answers_its_own_time(
+    app, alice, clock
+):
+    """The window closes only when something changed after the pull: else the upload's
+    timestamp moves on, as before."""
+    upload(app, device="laptop", add=["https://example.com/laptop.xml"])
+    clock.advance(seconds=10)
+    pulled = pull(app)
+    clock.advance(seconds=10)
+    answer = upload(app, add=["https://example.com/phone.xml"])
+    assert answer["timestamp"] > pulled["timestamp"] + 5
+    # A device that never pulled is answered the upload's own time too.
+    assert upload(app, device="new", add=["https://example.com/new.xml"])["timestamp"] > (
+        pulled["timestamp"] + 5
+    )
+
+
 def test_one_device_adds_and_another_pulls_then_a_remove_unsubscribes(app, alice):
     upload(app, device="laptop", add=["https://podnews.net/rss", "https://example.com/a.xml"])
     first = pull(app)
