@@ -17,6 +17,7 @@ from deletions import urls as deletions
 from deletions.views import SubscriptionDestroyMixin
 from episodes import urls as episodes
 from gpodder import urls as gpodder
+from nextcloud import urls as nextcloud
 from subscriptions import urls as subscriptions
 from subscriptions.views import SubscriptionViewSet
 from web.views import admin_sign_in
@@ -55,6 +56,10 @@ urlpatterns = [
     path("admin/password_change/", RedirectView.as_view(pattern_name="web:account")),
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
+    # The Nextcloud gPodder Sync API (docs/nextcloud.md), with and without /index.php/; the
+    # latter last, so reversing a name gives the /index.php/ path the apps are given.
+    path("", include(nextcloud.urlpatterns)),
+    path("index.php/", include(api.versioned(nextcloud.urlpatterns))),
     # The account holders' own pages (docs/web.md), last: their paths are the site's root.
     path("", include("web.urls")),
 ]

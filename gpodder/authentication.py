@@ -141,19 +141,26 @@ class GpodderAuthentication(BaseAuthentication):
         return None
 
     def _basic_user(self, request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:
-        username, password = _basic_credentials(encoded)
-        # Before the remembered ones too: a locked-out username waits, the right password
-        # included, whatever this process remembers.
-        refuse_while_throttled(request, username)
-        known = credentials.user(username, password)
-        if known is not None:
-            return known
-        found = app_authenticate(request._request, username=username, password=password)
-        if found is None:
-            count_login_attempt(request, username)
-            raise AuthenticationFailed("Wrong username or password")
-        credentials.remember(username, password, *found)
-        return found
+        return basic_user(request, encoded)
 
     def authenticate_header(self, request: Request) -> str:
         return f'Basic realm="{settings.GPODDER_REALM}"'
+
+
+def basic_user(request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:
+    """The user of Basic credentials (`encoded`: what follows "Basic "), and the id of the app
+    password they are (None: the account's own password): remembered ones at once, others
+    checked, a failure counted; all refused while the shared login throttle locks the username
+    out, remembered ones too. AuthenticationFailed when they are wrong. The Nextcloud paths
+    authenticate with it too (docs/nextcloud.md)."""
+    username, password = _basic_credentials(encoded)
+    refuse_while_throttled(request, username)
+    known = credentials.user(username, password)
+    if known is not None:
+        return known
+    found = app_authenticate(request._request, username=username, password=password)
+    if found is None:
+        count_login_attempt(request, username)
+        raise AuthenticationFailed("Wrong username or password")
+    credentials.remember(username, password, *found)
+    return found

@@ -12,6 +12,9 @@ urlpatterns = [
     path("login/", views.sign_in, name="login"),
     path("logout/", views.sign_out, name="logout"),
     path("register/", views.register, name="register"),
+    # The page an app logging in with Nextcloud's Login Flow v2 opens; any token reaches the
+    # view, which answers 404 to one that is not a flow's.
+    path("login/flow/<str:token>/", views.login_flow, name="login-flow"),
     path("podcasts/", views.podcasts, name="podcasts"),
     path("podcasts/<uuid:guid>/", views.podcast, name="podcast"),
     path("podcasts/<uuid:guid>/subscription/", views.podcast_subscription, name="subscription"),

@@ -30,6 +30,7 @@ from core.exceptions import DomainError, Gone, InvalidInput, NotFound
 from deletions import selectors as deletion_selectors
 from deletions import services as deletions
 from gpodder import services as gpodder
+from nextcloud import flows
 from subscriptions import opml
 from subscriptions.services import SubscriptionUpdate, subscription_update
 from web import forms, selectors, services
@@ -465,3 +466,36 @@ def account_deletion(request: HttpRequest, key: uuid.UUID) -> HttpResponse:
     asked for it is signed out, and then gone."""
     found = _found(lambda: deletion_selectors.account_deletion_by_key(key=key))
     return render(request, "web/account_deletion.html", {"deletion": found})
+
+
+# --- Apps logging in (Nextcloud's Login Flow v2) --------------------------------------------
+
+
+@GET_POST
+@never_cache
+def login_flow(request: HttpRequest, token: str) -> HttpResponse:
+    """The page an app logging in with Nextcloud's Login Flow v2 opens (docs/nextcloud.md,
+    "Logging in"): the person signs in as on any page, then allows the app to sync with their
+    account, or denies it. A flow that is unknown, expired or answered already is a 404."""
+    flow = _found(lambda: flows.login_flow_pending(login_token=token))
+    if not _signed_in(request):
+        return redirect_to_login(request.get_full_path())
+    context: dict[str, Any] = {"flow": flow, "token": token}
+    status = 200
+    if request.method == "POST":
+        decision = request.POST.get("decision")
+        if decision == "allow":
+            try:
+                _found(lambda: flows.login_flow_grant(login_token=token, user=request.user))
+            except InvalidInput as exc:  # no room for another app password
+                context["error"] = f"{exc.message}."
+                status = 400
+            else:
+                context["answer"] = "allowed"
+        elif decision == "deny":
+            _found(lambda: flows.login_flow_deny(login_token=token))
+            context["answer"] = "denied"
+        else:
+            context["error"] = "Choose Allow or Deny."
+            status = 400
+    return render(request, "web/login_flow.html", context, status=status)

@@ -27,6 +27,20 @@ SECRET_KEY = (
     else env.str("SECRET_KEY")
 )
 
+# The address people and apps reach the service at (`https://sync.example.com`), for the
+# absolute URLs given to apps that keep them (the Nextcloud login, docs/nextcloud.md). Empty: the
+# address each request came to, as Django sees it (SECURE_PROXY_SSL_HEADER included).
+PUBLIC_URL = env.str("PUBLIC_URL", default="").rstrip("/")
+if PUBLIC_URL:  # a mistyped one fails at start, not in an app's login
+    _public = urlsplit(PUBLIC_URL)
+    if (
+        _public.scheme not in ("http", "https")
+        or not _public.hostname
+        or _public.query
+        or _public.fragment
+    ):
+        raise ValueError("PUBLIC_URL must be an http(s) address like https://sync.example.com")
+
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -49,15 +63,20 @@ INSTALLED_APPS = [
     "feedchecks",
     "gpodder",
     "episodes",
+    "nextcloud",
     "web",
 ]
 
 MIDDLEWARE = [
+    # Kasts' `host//index.php/...` read as `/index.php/...`, before any path is looked at.
+    "nextcloud.middleware.DoubledSlashMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "api.middleware.PrivateAnswersMiddleware",
     "api.middleware.AllowedHostMiddleware",
     "api.middleware.BodySizeLimitMiddleware",
+    # Secure cookies over HTTPS only: outside every middleware that sets one.
+    "api.middleware.SecureCookiesOverHttpsMiddleware",
     # Django's session, user and message middleware, skipped for /v1/ requests.
     "api.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -187,8 +206,17 @@ CACHES = {
 
 # --- API ---------------------------------------------------------------------------------
 # Paths whose every error is the error object, and whose bodies the body limit guards: the OPA
-# API, and the gpodder.net API's advanced and simple parts (docs/gpodder-api.md).
-API_PATH_PREFIXES = ("/v1/", "/api/2/", "/subscriptions/")
+# API, the gpodder.net API's advanced and simple parts (docs/gpodder-api.md), and the Nextcloud
+# gPodder Sync API with and without /index.php (docs/nextcloud.md).
+API_PATH_PREFIXES = (
+    "/v1/",
+    "/api/2/",
+    "/subscriptions/",
+    "/index.php/apps/gpoddersync/",
+    "/apps/gpoddersync/",
+    "/index.php/login/v2",
+    "/login/v2",
+)
 # The realm of the gpodder API's 401s: mygpoclient sends credentials only to a 401 that has one.
 GPODDER_REALM = env.str("GPODDER_REALM", default="opa-subscriptions")
 # How long a web process remembers Basic credentials it verified (an Argon2 check each time
@@ -207,6 +235,9 @@ REST_FRAMEWORK = {
         "user": env.str("THROTTLE_USER_RATE", default="1200/min"),
         "login": env.str("THROTTLE_LOGIN_RATE", default="10/min"),
         "registration": env.str("THROTTLE_REGISTRATION_RATE", default="5/hour"),
+        # Nextcloud logins started (POST /login/v2) per client address: each is a row for 20
+        # minutes; a phone retrying a few times stays far below it, even behind a shared address.
+        "login_flow": env.str("THROTTLE_LOGIN_FLOW_RATE", default="30/hour"),
     },
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -337,6 +368,8 @@ SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
 # Load balancers probe over plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^health$"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Secure over HTTPS only, decided per request (api.middleware.SecureCookiesOverHttpsMiddleware):
+# a plain-HTTP deployment (SECURE_SSL_REDIRECT=false on a LAN) must get its cookies back.
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 3600)

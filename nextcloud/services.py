@@ -1,0 +1,135 @@
+"""What the Nextcloud paths change: the device a request is from, and how far each device's
+downloads of episode actions read (docs/nextcloud.md). Subscriptions and episode actions
+themselves are the gpodder and episodes apps' own services: one list, one history."""
+
+import dataclasses
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cachetools import LRUCache
+from django.db import transaction
+
+from accounts.models import AppPassword
+from core.exceptions import NotAuthorized
+from episodes import services as episodes
+from episodes.actions import SentAction
+from episodes.received import hold_episode_writes
+from gpodder.models import Device
+from gpodder.services import devices_touch
+from gpodder.sync import sync_timestamp
+from nextcloud.models import ActionsRead
+
+# The device of requests made with the account's own password.
+ACCOUNT_DEVICE = "nextcloud"
+_DEVICE_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
+_NOT_IN_ID = re.compile(r"[^A-Za-z0-9_.\-]+", re.ASCII)
+# Kasts sends "" for a guid it lacks; others send the string "null".
+_NO_GUID = ("", "null")
+
+
+def device_id_for(name: str) -> str:
+    """The device id of the app password named `name`: the name itself when it is a valid
+    device id (and not the account password's device), else its letters, digits, '_', '.' and
+    '-' with a digest of the whole name, so that two names never share a device."""
+    if _DEVICE_ID.fullmatch(name) and name != ACCOUNT_DEVICE:
+        return name
+    kept = _NOT_IN_ID.sub("-", name).strip("-")[:48] or "app"
+    return f"{kept}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+class _AppDeviceIds:
+    """App password id -> its device id, remembered by the process: an app password is never
+    renamed, and its id never given to another (a revoked one is refused by authentication
+    before this is asked)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: LRUCache[int, str] = LRUCache(maxsize=10_000)
+
+    def get(self, app_password_id: int) -> str:
+        with self._lock:
+            known = self._known.get(app_password_id)
+        if known is not None:
+            return known
+        name = AppPassword.objects.filter(pk=app_password_id).values_list("name", flat=True).first()
+        if name is None:  # revoked since the request was authenticated
+            raise NotAuthorized()
+        device_id = device_id_for(name)
+        with self._lock:
+            self._known[app_password_id] = device_id
+        return device_id
+
+    def clear(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+
+app_device_ids = _AppDeviceIds()
+
+
+def request_device_id(*, app_password_id: int | None) -> str:
+    """The device id of a request: one device per app password, named after it; one
+    `nextcloud` for the account's own password."""
+    return ACCOUNT_DEVICE if app_password_id is None else app_device_ids.get(app_password_id)
+
+
+def request_device(*, user: Any, app_password_id: int | None) -> Device:
+    """The device of a request, made on first use within MAX_DEVICES (InvalidInput past it)."""
+    device_id = request_device_id(app_password_id=app_password_id)
+    return devices_touch(user=user, device_ids=[device_id])[device_id]
+
+
+def _read_up_to(*, user: Any, device_id: str) -> int | None:
+    found = ActionsRead.objects.filter(device__user=user, device__device_id=device_id)
+    return found.values_list("up_to", flat=True).first()
+
+
+@dataclass(frozen=True)
+class Download:
+    since: int  # where the answer starts
+    timestamp: int  # what it answers, and where the device's next download starts at the latest
+
+
+def actions_download(*, user: Any, device: Device, since: int) -> Download:
+    """Start a download of the user's actions for `device`: from `since`, or from where the
+    device's last download read when that is earlier (AntennaPod keeps its own clock as its next
+    `since`, which would skip what others uploaded between its download and its clock); and
+    remember where this one reads up to.
+
+    The timestamp is gpodder.sync's, read while the uploads are held: every action received
+    after it is stamped at or after it + 1, so the answer, read after, misses none before it,
+    and an action received meanwhile comes again next time, which is harmless.
+    """
+    with transaction.atomic():
+        read_up_to = _read_up_to(user=user, device_id=device.device_id)
+        timestamp = sync_timestamp(hold_episode_writes(user.pk))
+        ActionsRead.objects.bulk_create(
+            [ActionsRead(device=device, up_to=timestamp)],
+            update_conflicts=True,
+            unique_fields=["device"],
+            update_fields=["up_to"],
+        )
+    start = since if read_up_to is None else min(since, read_up_to)
+    return Download(since=start, timestamp=timestamp)
+
+
+def actions_upload(*, user: Any, device_id: str, actions: Sequence[SentAction]) -> int:
+    """Store the actions as /api/2/ does (each once, however often sent), each of the device
+    Kasts names in it, else of the request's device `device_id` (made there when new, within
+    MAX_DEVICES); `guid` "null" is no guid. Returns the timestamp to answer: never later than
+    where the device's last download read."""
+    filled = [
+        dataclasses.replace(
+            action,
+            device=action.device or device_id,
+            guid="" if action.guid in _NO_GUID else action.guid,
+        )
+        for action in actions
+    ]
+    read_up_to = _read_up_to(user=user, device_id=device_id)
+    upload = episodes.actions_upload(user=user, actions=filled, read_up_to=read_up_to)
+    return upload.timestamp

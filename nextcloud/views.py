@@ -1,0 +1,147 @@
+"""The Nextcloud gPodder Sync API's four data paths: HTTP Basic on every request, JSON bodies
+whatever their label, every answer JSON and `Cache-Control: no-store` (docs/nextcloud.md)."""
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpResponseBase, StreamingHttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.negotiation import IgnoreAcceptNegotiation
+from api.renderers import JSONRenderer
+from core.exceptions import InvalidInput
+from episodes.actions import actions_parsed
+from gpodder import services as gpodder
+from gpodder.models import Device
+from gpodder.parsers import AnyJSONParser
+from gpodder.serializers import SubscriptionChangesSerializer
+from gpodder.views import since_param
+from nextcloud import selectors, services
+from nextcloud.authentication import NextcloudAuthentication
+from nextcloud.selectors import ActionRow
+
+# Actions encoded into one piece of a streamed answer.
+_PIECE = 500
+
+
+# The OpenAPI document describes /v1/; docs/nextcloud.md describes these paths.
+@extend_schema(exclude=True)
+class NextcloudView(APIView):
+    """Basic only (no session is read or written); 400 for bad input; `no-store` on every
+    answer, errors included (AntennaPod keeps an HTTP cache)."""
+
+    authentication_classes = [NextcloudAuthentication]
+    permission_classes = [IsAuthenticated]
+    parser_classes = [AnyJSONParser]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = IgnoreAcceptNegotiation
+    invalid_input_status = 400
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        response = super().dispatch(request, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def device(self, request: Request) -> Device:
+        return services.request_device(
+            user=request.user, app_password_id=getattr(request, "app_password_id", None)
+        )
+
+
+def _body(request: Request, expected: str) -> Any:
+    """The request's JSON body; never an absent one read as empty (a body lost on the way
+    would otherwise be taken for "nothing")."""
+    if request.stream is None:
+        raise InvalidInput(f"the body is empty: send {expected}", errors={"body": [expected]})
+    return request.data
+
+
+class SubscriptionsView(NextcloudView):
+    def get(self, request: Request) -> Response:
+        since = since_param(request, required=False)
+        changes = gpodder.subscription_pull(
+            user=request.user, device=self.device(request), since=since
+        )
+        # At 0 an app deletes every local feed named in `remove`: the first sync of a phone
+        # would lose the feeds added on it that were once removed elsewhere.
+        remove = [] if since == 0 else changes.remove
+        return Response({"add": changes.add, "remove": remove, "timestamp": changes.timestamp})
+
+
+class SubscriptionChangeView(NextcloudView):
+    def post(self, request: Request) -> Response:
+        serializer = SubscriptionChangesSerializer(
+            data=_body(request, 'a JSON object {"add": [...], "remove": [...]}')
+        )
+        serializer.is_valid(raise_exception=True)
+        gpodder.subscription_changes_check(**serializer.validated_data)
+        upload = gpodder.subscription_upload(
+            user=request.user, device=self.device(request), **serializer.validated_data
+        )
+        return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
+
+
+class EpisodeActionCreateView(NextcloudView):
+    def post(self, request: Request) -> Response:
+        body = _body(request, "a JSON list of episode actions")
+        actions = actions_parsed(body, limit=settings.MAX_EPISODE_ACTIONS)
+        device_id = services.request_device_id(
+            app_password_id=getattr(request, "app_password_id", None)
+        )
+        timestamp = services.actions_upload(user=request.user, device_id=device_id, actions=actions)
+        return Response({"timestamp": timestamp})
+
+
+class EpisodeActionsView(NextcloudView):
+    def get(self, request: Request) -> StreamingHttpResponse:
+        since = since_param(request, required=False)
+        download = services.actions_download(
+            user=request.user, device=self.device(request), since=since
+        )
+        rows = selectors.actions_since(user=request.user, since=download.since)
+        return StreamingHttpResponse(
+            _streamed(rows, download.timestamp), content_type="application/json"
+        )
+
+
+def action_body(row: ActionRow) -> dict[str, Any]:
+    """An action as both apps read it: UTC time with no zone or fraction (Kasts parses no
+    suffix), the guid when known, the play fields on play actions only, never a null."""
+    t = row.timestamp
+    body: dict[str, Any] = {
+        "podcast": row.podcast,
+        "episode": row.episode,
+        "action": row.action,
+        "timestamp": "%04d-%02d-%02dT%02d:%02d:%02d"  # noqa: UP031
+        % (t.year, t.month, t.day, t.hour, t.minute, t.second),
+    }
+    if row.guid:
+        body["guid"] = row.guid
+    if row.action == "play":
+        for name in ("started", "position", "total"):
+            value = getattr(row, name)
+            if value is not None:
+                body[name] = value
+    return body
+
+
+def _streamed(rows: Iterable[ActionRow], timestamp: int) -> Iterator[bytes]:
+    """`{"actions": [...], "timestamp": T}`, written _PIECE actions at a time as they are
+    read: one answer of any length, in flat memory."""
+    yield b'{"actions": ['
+    separator = ""
+    piece: list[str] = []
+    for row in rows:
+        piece.append(json.dumps(action_body(row)))
+        if len(piece) == _PIECE:
+            yield (separator + ", ".join(piece)).encode()
+            separator, piece = ", ", []
+    if piece:
+        yield (separator + ", ".join(piece)).encode()
+    yield f'], "timestamp": {timestamp}}}'.encode()
