@@ -282,13 +282,14 @@ def main() -> None:
             flush=True,
         )
         # BENCH_ONLY=queries: only the in-process counts, a quick check of a change to them;
-        # BENCH_ONLY=web: only the account holders' pages.
+        # BENCH_ONLY=web: only the account holders' pages; BENCH_ONLY=nextcloud: only the
+        # Nextcloud paths' round beside the gpodder one.
         only = os.environ.get("BENCH_ONLY")
-        if only == "web":
+        if only in ("web", "nextcloud"):
             app = Gunicorn("config.wsgi", env, logs / "app.log")
             with running(app):
                 app.start()
-                bench_web(app)
+                (bench_web if only == "web" else bench_nextcloud)(app)
         elif only != "queries":
             app = Gunicorn("config.wsgi", env, logs / "app.log")
             floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
@@ -297,6 +298,8 @@ def main() -> None:
                 floor.start()
                 bench_http(app, floor, env, logs)
         if only != "web":
+            bench_nextcloud_queries()
+        if only not in ("web", "nextcloud"):
             bench_queries()
             bench_calls()
     print("\n| figure | measured | target |\n|---|---|---|")
@@ -502,6 +505,7 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     bench_deletions(app, env, logs)
     bench_gpodder(app)
     bench_episodes(app)
+    bench_nextcloud(app)
     bench_web(app)
 
 
@@ -804,6 +808,73 @@ def bench_episodes(app: Gunicorn) -> None:
         conn.close()
 
 
+def bench_nextcloud(app: Gunicorn) -> None:
+    """The Nextcloud paths' incremental round as AntennaPod's Nextcloud option makes it, Basic on
+    every request and no cookie: pull subscription changes, upload a play, pull episode actions,
+    each since what the round before was answered; beside the gpodder API's round (above)."""
+    from tests.factories import UserFactory
+
+    print("Nextcloud gPodder Sync API")
+    user: Any = UserFactory(with_password="bench-password")
+    app_conn = GpodderSession(app.port, user.username, "bench-password")
+    base = "/index.php/apps/gpoddersync"
+    podcasts = [f"https://nextcloud.example.com/{n}.xml" for n in range(100)]
+    app_conn.call("POST", f"{base}/subscription_change/create", {"add": podcasts, "remove": []})
+    for start in range(0, 300, 30):  # a first sync's plays, in AntennaPod's batches
+        batch = [play(n % 100, n) for n in range(start, start + 30)]
+        app_conn.call("POST", f"{base}/episode_action/create", batch, auth=True)
+    subscriptions_since = app_conn.call("GET", f"{base}/subscriptions?since=0", auth=True)[0][
+        "timestamp"
+    ]
+    actions_since = app_conn.call("GET", f"{base}/episode_action?since=0", auth=True)[0][
+        "timestamp"
+    ]
+    gpodder = GpodderSession(app.port, user.username, "bench-password")
+    gpodder.call("POST", f"/api/2/auth/{user.username}/login.json")
+    gpodder_paths = (
+        f"/api/2/subscriptions/{user.username}/phone.json",
+        f"/api/2/episodes/{user.username}.json",
+    )
+    gpodder_since = [
+        gpodder.call("GET", f"{path}?since=0")[0]["timestamp"] for path in gpodder_paths
+    ]
+    nextcloud, cookie = [], []
+    for n in range(20):
+        time.sleep(2)  # past the timestamps answered, as for the gpodder round above
+        changes, pull_took = app_conn.call(
+            "GET", f"{base}/subscriptions?since={subscriptions_since}", auth=True
+        )
+        upload_took = app_conn.call(
+            "POST", f"{base}/episode_action/create", [play(0, 0, position=n)], auth=True
+        )[1]
+        answer, download_took = app_conn.call(
+            "GET", f"{base}/episode_action?since={actions_since}", auth=True
+        )
+        subscriptions_since, actions_since = changes["timestamp"], answer["timestamp"]
+        nextcloud.append(
+            (pull_took + upload_took + download_took, pull_took, upload_took, download_took)
+        )
+        # The same round on the gpodder API, on its session cookie, by the same account.
+        pulled, took_pull = gpodder.call("GET", f"{gpodder_paths[0]}?since={gpodder_since[0]}")
+        took_upload = gpodder.call("POST", gpodder_paths[1], [play(1, 1, position=n)])[1]
+        got, took_download = gpodder.call("GET", f"{gpodder_paths[1]}?since={gpodder_since[1]}")
+        gpodder_since = [pulled["timestamp"], got["timestamp"]]
+        cookie.append(
+            (took_pull + took_upload + took_download, took_pull, took_upload, took_download)
+        )
+    for label, rounds in (
+        ("nextcloud incremental round, Basic every time", nextcloud),
+        ("gpodder incremental round beside it, cookie", cookie),
+    ):
+        each = [percentile([r[i] for r in rounds], 0.5) * 1000 for i in range(4)]
+        row(
+            f"{label}: pull subscriptions, upload a play, pull actions",
+            f"p50 {each[0]:.2f} ms ({each[1]:.2f} + {each[2]:.2f} + {each[3]:.2f})",
+        )
+    app_conn.conn.close()
+    gpodder.conn.close()
+
+
 def profile(app: Gunicorn, path: str, token: str) -> None:
     """py-spy, sampling one web worker while wrk loads them all."""
     target = OUT / "get-one.speedscope.json"
@@ -988,6 +1059,9 @@ def bench_gpodder_queries() -> None:
     def pull_with_devices(devices: int) -> int:
         for device in range(devices):
             queries("get", f"/api/2/subscriptions/{name}/d{device}.json?since=0")
+        # A pull whose answered timestamp moved since the device's last also notes it (one
+        # query more, docs/gpodder-api.md "Timestamps"): the pull counted follows one of its own.
+        queries("get", f"/api/2/subscriptions/{name}/d0.json?since=0")
         return queries("get", f"/api/2/subscriptions/{name}/d0.json?since=0")
 
     upload(1)  # the device's first request creates it
@@ -1036,6 +1110,38 @@ def bench_episodes_queries() -> None:
         "queries: episode download since=0",
         f"{download_one} at 1 action, {download_page} at a page of 1,000: {verdict}",
         "constant",
+    )
+
+
+def bench_nextcloud_queries() -> None:
+    """SQL queries of the Nextcloud paths' incremental round, Basic on every request (its
+    credentials remembered, as after an app's first request)."""
+    from django.db import connection
+    from django.test import Client as DjangoClient
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.factories import UserFactory
+
+    user: Any = UserFactory(with_password="bench-password")
+    basic = "Basic " + b64encode(f"{user.username}:bench-password".encode()).decode()
+    client = DjangoClient(HTTP_AUTHORIZATION=basic)
+    base = "/index.php/apps/gpoddersync"
+
+    def queries(method: str, path: str, body: Any = None) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = getattr(client, method)(
+                path, data=json.dumps(body) if body else None, content_type="application/json"
+            )
+        assert response.status_code == 200, (path, response.status_code, response.content[:300])
+        return len(captured.captured_queries)
+
+    queries("get", f"{base}/subscriptions?since=0")  # the device is made, the password checked
+    pull = queries("get", f"{base}/subscriptions?since=0")
+    upload = queries("post", f"{base}/episode_action/create", [play(0, 0)])
+    download = queries("get", f"{base}/episode_action?since=0")
+    row(
+        "queries: nextcloud incremental round",
+        f"{pull} pull + {upload} upload + {download} download = {pull + upload + download}",
     )
 
 
