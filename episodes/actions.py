@@ -193,3 +193,28 @@ def identity(
         total,
     ]
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
+
+
+def action_body(action: Any) -> dict[str, Any]:
+    """A stored action as the apps read it, on the gpodder API and the Nextcloud paths alike:
+    UTC time without zone or fraction, the device (when `action` has one) and guid when known,
+    the play fields on play actions only, and never a null."""
+    t = action.timestamp
+    body: dict[str, Any] = {
+        "podcast": action.podcast,
+        "episode": action.episode,
+        "action": action.action,
+        # %-formatting keeps years before 1000 four digits wide, as mygpoclient parses them.
+        "timestamp": "%04d-%02d-%02dT%02d:%02d:%02d"  # noqa: UP031
+        % (t.year, t.month, t.day, t.hour, t.minute, t.second),
+    }
+    if getattr(action, "device", None) is not None:
+        body["device"] = action.device
+    if action.guid:
+        body["guid"] = action.guid
+    if action.action == "play":
+        for name in ("started", "position", "total"):
+            value = getattr(action, name)
+            if value is not None:
+                body[name] = value
+    return body

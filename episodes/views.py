@@ -10,8 +10,7 @@ from rest_framework.response import Response
 
 from api.params import bad_parameter, query_param
 from episodes import selectors, services
-from episodes.actions import actions_parsed
-from episodes.selectors import ActionShown
+from episodes.actions import action_body, actions_parsed
 from gpodder.feedurls import sanitized
 from gpodder.services import device_id_checked
 from gpodder.views import GpodderView, since_param
@@ -87,27 +86,3 @@ def _read_up_to(request: Request) -> int | None:
         return int(_signer(request.user).unsign(value))
     except (signing.BadSignature, ValueError):
         return None
-
-
-def action_body(action: ActionShown) -> dict[str, Any]:
-    """An action as gpodder apps read it: UTC time without zone or fraction, the device and
-    guid when known, the play fields on play actions only, and never a null."""
-    t = action.timestamp
-    body: dict[str, Any] = {
-        "podcast": action.podcast,
-        "episode": action.episode,
-        "action": action.action,
-        # %-formatting keeps years before 1000 four digits wide, as mygpoclient parses them.
-        "timestamp": "%04d-%02d-%02dT%02d:%02d:%02d"  # noqa: UP031
-        % (t.year, t.month, t.day, t.hour, t.minute, t.second),
-    }
-    if action.device is not None:
-        body["device"] = action.device
-    if action.guid:
-        body["guid"] = action.guid
-    if action.action == "play":
-        for name in ("started", "position", "total"):
-            value = getattr(action, name)
-            if value is not None:
-                body[name] = value
-    return body

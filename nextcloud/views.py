@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from api.negotiation import IgnoreAcceptNegotiation
 from api.renderers import JSONRenderer
 from core.exceptions import InvalidInput
-from episodes.actions import actions_parsed
+from episodes.actions import action_body, actions_parsed
 from gpodder import services as gpodder
 from gpodder.models import Device
 from gpodder.parsers import AnyJSONParser
@@ -108,27 +108,6 @@ class EpisodeActionsView(NextcloudView):
         return StreamingHttpResponse(
             _streamed(rows, download.timestamp), content_type="application/json"
         )
-
-
-def action_body(row: ActionRow) -> dict[str, Any]:
-    """An action as both apps read it: UTC time with no zone or fraction (Kasts parses no
-    suffix), the guid when known, the play fields on play actions only, never a null."""
-    t = row.timestamp
-    body: dict[str, Any] = {
-        "podcast": row.podcast,
-        "episode": row.episode,
-        "action": row.action,
-        "timestamp": "%04d-%02d-%02dT%02d:%02d:%02d"  # noqa: UP031
-        % (t.year, t.month, t.day, t.hour, t.minute, t.second),
-    }
-    if row.guid:
-        body["guid"] = row.guid
-    if row.action == "play":
-        for name in ("started", "position", "total"):
-            value = getattr(row, name)
-            if value is not None:
-                body[name] = value
-    return body
 
 
 def _streamed(rows: Iterable[ActionRow], timestamp: int) -> Iterator[bytes]:
