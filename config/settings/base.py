@@ -70,6 +70,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Kasts' `host//index.php/...` read as `/index.php/...`, before any path is looked at.
     "nextcloud.middleware.DoubledSlashMiddleware",
+    # ... and answered, not redirected, over plain HTTP where HTTPS is required.
+    "nextcloud.middleware.NoRedirectToHttpsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "api.middleware.PrivateAnswersMiddleware",
