@@ -64,13 +64,18 @@ def _body(request: Request, expected: str) -> Any:
 
 class SubscriptionsView(NextcloudView):
     def get(self, request: Request) -> Response:
-        since = since_param(request, required=False)
-        changes = gpodder.subscription_pull(
-            user=request.user, device=self.device(request), since=since
-        )
+        sent = since_param(request, required=False)
+        device = self.device(request)
+        # AntennaPod keeps its own clock as its next `since`, not what was answered: a change
+        # another device made after its last pull (or a clock running fast) would lie before
+        # it. Never read from later than where this device's last pull read.
+        since = sent
+        if sent and device.pulled_up_to is not None:
+            since = min(sent, device.pulled_up_to)
+        changes = gpodder.subscription_pull(user=request.user, device=device, since=since)
         # At 0 an app deletes every local feed named in `remove`: the first sync of a phone
         # would lose the feeds added on it that were once removed elsewhere.
-        remove = [] if since == 0 else changes.remove
+        remove = [] if sent == 0 else changes.remove
         return Response({"add": changes.add, "remove": remove, "timestamp": changes.timestamp})
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from episodes.models import EpisodeAction
@@ -339,3 +340,9 @@ def test_one_account_across_the_three_apis(alice: Any) -> None:
     ]
     devices = {d["id"] for d in gpodder.get("/api/2/devices/alice.json").json()}
     assert "AntennaPod" in devices
+    # ... and on the history page, of its device.
+    browser = Client()
+    browser.force_login(alice)
+    history = browser.get("/history/").content.decode()
+    assert "AntennaPod" in history
+    assert "5:21" in history  # played to 321 s
