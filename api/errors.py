@@ -66,6 +66,14 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     return error_response(400) if _is_api(request) else defaults.bad_request(request, exception)
 
 
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """Django's handler404: the error object on an API path no version's catch-all took (the
+    Nextcloud paths without /index.php, mounted among the pages)."""
+    if _is_api(request):
+        return error_response(404)
+    return defaults.page_not_found(request, exception)
+
+
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return error_response(403)

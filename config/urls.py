@@ -66,4 +66,5 @@ urlpatterns = [
 
 handler400 = "api.errors.bad_request"
 handler403 = "api.errors.permission_denied"
+handler404 = "api.errors.page_not_found"
 handler500 = "api.errors.server_error"

@@ -492,3 +492,18 @@ def test_queries_are_flat_in_the_number_of_actions_and_urls(
     assert len(full["add"]) == 301
     with django_assert_max_num_queries(7):
         assert body(nc.get(f"{APP}/subscriptions", {"since": full["timestamp"]}))["add"] == []
+
+
+@pytest.mark.parametrize(
+    "path", ["/apps/gpoddersync/nothing", "/index.php/apps/gpoddersync/nothing", "/login/v2/x"]
+)
+def test_an_unknown_nextcloud_path_is_the_404_error_object(nc: APIClient, path: str) -> None:
+    response = nc.get(path)
+    assert_error(response, 404)
+    assert response["Cache-Control"] in ("no-store", "private, no-store")
+
+
+def test_an_unknown_page_is_still_the_html_404(db: None) -> None:
+    response = APIClient().get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
