@@ -13,42 +13,16 @@ from django.test import Client
 
 from accounts.models import AppPassword
 from accounts.services import app_password_create
-from gpodder.authentication import credentials
 from nextcloud import flows
 from nextcloud.flow_views import LoginFlowThrottle
 from nextcloud.models import LoginFlow
-from tests.factories import UserFactory
 from tests.helpers import Clock, at_once
+from tests.web.conftest import PASSWORD, page, person, stranger
 
-PASSWORD = "a long and unusual passphrase 9"
 ANTENNAPOD = "AntennaPod/3.5.0"
+__all__ = ["page", "person", "stranger"]  # the pages' fixtures
 TOKEN = re.compile(r"^[A-Za-z0-9]{64}$")
 STARTS = ["/index.php/login/v2", "/index.php/login/v2/", "/login/v2", "/login/v2/"]
-
-
-@pytest.fixture(autouse=True)
-def _forget_credentials() -> Any:
-    credentials.clear()
-    yield
-    credentials.clear()
-
-
-@pytest.fixture
-def person(db: None) -> Any:
-    return UserFactory(username="alice", with_password=PASSWORD)
-
-
-@pytest.fixture
-def stranger(db: None) -> Any:
-    return UserFactory(username="mallory", with_password=PASSWORD)
-
-
-@pytest.fixture
-def page(person: Any) -> Client:
-    """alice's browser, signed in on the site."""
-    client = Client()
-    client.force_login(person)
-    return client
 
 
 def start(path: str = "/index.php/login/v2", **extra: Any) -> Any:
