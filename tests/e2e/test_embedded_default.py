@@ -216,3 +216,53 @@ def test_the_embedded_default_checks_feeds_off_the_requests_path(service):
         assert feeds.requests == ["/titled.xml"]
     finally:
         feeds.stop()
+
+
+def test_the_embedded_default_serves_the_nextcloud_paths(service):
+    """An app in Nextcloud mode against `make run`: the four data paths, a first sync, and the
+    start and first poll of its login, on SQLite."""
+    port, password = service
+    admin = ("admin", password)
+    app = "/index.php/apps/gpoddersync"
+    feed = "https://nextcloud.example.com/show.xml"
+
+    status, answer = call(port, "GET", f"{app}/subscriptions?since=0", basic=admin)
+    assert status == 200, answer
+    assert answer["remove"] == []
+    status, uploaded = call(
+        port, "POST", f"{app}/subscription_change/create", {"add": [feed]}, basic=admin
+    )
+    assert status == 200, uploaded
+    plays = [
+        {
+            "podcast": feed,
+            "episode": f"https://nextcloud.example.com/{n}.mp3",
+            "action": "PLAY",
+            "timestamp": "2026-11-25T10:00:00",
+            "started": 0,
+            "position": 60 + n,
+            "total": 600,
+        }
+        for n in range(45)
+    ]
+    for start in range(0, len(plays), 30):  # AntennaPod's batches
+        status, stored = call(
+            port, "POST", f"{app}/episode_action/create", plays[start : start + 30], basic=admin
+        )
+        assert status == 200, stored
+    # Kasts' doubled slash and a trailing one.
+    doubled = "//index.php/apps/gpoddersync/subscriptions/?since=0"
+    status, pulled = call(port, "GET", doubled, basic=admin)
+    assert status == 200, pulled
+    assert feed in pulled["add"]
+    status, actions = call(port, "GET", f"{app}/episode_action?since=0", basic=admin)
+    assert status == 200, actions
+    ours = [a for a in actions["actions"] if a["podcast"] == feed]  # the module's other test
+    assert len(ours) == 45
+    assert {(a["action"], a["timestamp"]) for a in ours} == {("play", "2026-11-25T10:00:00")}
+
+    status, flow = call(port, "POST", "/index.php/login/v2")
+    assert status == 200, flow
+    assert flow["login"].startswith(f"http://127.0.0.1:{port}/login/flow/")
+    status, waiting = call(port, "POST", f"/index.php/login/v2/poll?token={flow['poll']['token']}")
+    assert (status, waiting) == (404, [])
