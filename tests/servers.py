@@ -3,6 +3,7 @@
 PostgreSQL refuses to run as root, so under root the server runs as the `postgres` user.
 """
 
+import http.client
 import os
 import shutil
 import signal
@@ -191,3 +192,37 @@ class Worker:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
+
+
+def _answers(port: int, path: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    except OSError:
+        return 0
+    finally:
+        conn.close()
+
+
+@contextmanager
+def gunicorn_service(env: dict[str, str], log: Path) -> Iterator[int]:
+    """The service (config.wsgi) under gunicorn with config/gunicorn.py, as production runs it,
+    on a free loopback port and the settings `env` gives: its port, once GET /v1/ answers."""
+    port = free_port()
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
+             "--bind", f"127.0.0.1:{port}", "config.wsgi"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while _answers(port, "/v1/") != 200:
+            assert server.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

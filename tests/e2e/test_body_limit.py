@@ -6,9 +6,6 @@ import http.client
 import json
 import os
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.factories import UserFactory
-from tests.servers import ROOT, free_port
+from tests.servers import gunicorn_service
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -29,7 +26,6 @@ PASSWORD = "a long and unusual passphrase for the body limit"
 def service(tmp_path: Path) -> Iterator[int]:
     """The service under gunicorn (config/gunicorn.py) on the tests' database: its port."""
     db = connection.settings_dict
-    port = free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.base",
@@ -45,23 +41,8 @@ def service(tmp_path: Path) -> Iterator[int]:
     # Where Django would spool a large upload: watched by the tests.
     (tmp_path / "spool").mkdir()
     env["TMPDIR"] = str(tmp_path / "spool")
-    log = tmp_path / "gunicorn.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
-             "--bind", f"127.0.0.1:{port}", "config.wsgi"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while call(port, "GET", "/v1/")[0] != 200:
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+    with gunicorn_service(env, tmp_path / "gunicorn.log") as port:
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def call(

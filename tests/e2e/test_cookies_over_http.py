@@ -12,7 +12,6 @@ marked `Secure` on an `http://` URL, as every client does.
 import os
 import subprocess
 import sys
-import time
 from base64 import b64encode
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from django.db import connection
 from mygpoclient import api
 
 from tests.factories import UserFactory
-from tests.servers import ROOT, free_port
+from tests.servers import ROOT, gunicorn_service
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -70,34 +69,12 @@ def settings_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def service(tmp_path: Path, settings_dir: Path) -> Iterator[str]:
     """The service under gunicorn with the production settings, over plain HTTP: its base URL."""
     db = connection.settings_dict
-    port = free_port()
     env = {
         **production_env(settings_dir),
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
     }
-    log = tmp_path / "gunicorn.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
-             "--bind", f"127.0.0.1:{port}", "config.wsgi"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(f"{base}/v1/", timeout=5).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with gunicorn_service(env, tmp_path / "gunicorn.log") as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture
