@@ -507,3 +507,20 @@ def test_an_unknown_page_is_still_the_html_404(db: None) -> None:
     response = APIClient().get("/no-such-page/")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+def test_an_upload_answers_no_later_than_where_the_devices_last_download_read(
+    nc: APIClient, alice: Any, clock: Clock
+) -> None:
+    """Kasts keeps the upload's timestamp: what others uploaded after its download must not lie
+    before it."""
+    downloaded = body(nc.get(f"{APP}/episode_action?since=0"))["timestamp"]
+    clock.advance(seconds=30)
+    answered = body(post_json(nc, f"{APP}/episode_action/create", [play(1)]))["timestamp"]
+    assert answered <= downloaded
+
+    _, secret = app_password(alice, "Never downloaded")
+    fresh = nextcloud_client("alice", secret)
+    assert body(post_json(fresh, f"{APP}/episode_action/create", [play(2)]))["timestamp"] >= (
+        downloaded + 30
+    )
