@@ -6,13 +6,13 @@ below (docs/architecture.md, "A new endpoint").
 """
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from rest_framework.routers import SimpleRouter
 
 from accounts import urls as accounts
 from api import urls as api
-from api.views import health
+from api.views import NotFoundView, health
 from deletions import urls as deletions
 from deletions.views import SubscriptionDestroyMixin
 from episodes import urls as episodes
@@ -59,6 +59,9 @@ urlpatterns = [
     # The Nextcloud gPodder Sync API (docs/nextcloud.md), with and without /index.php/; the
     # latter last, so reversing a name gives the /index.php/ path the apps are given.
     path("", include(nextcloud.urlpatterns)),
+    # Any other path under the Nextcloud prefixes is the 404 error object, even with DEBUG on
+    # (make run), where Django answers its own debug page instead of handler404.
+    re_path(r"^(?:apps/gpoddersync|login/v2)/", NotFoundView.as_view()),
     path("index.php/", include(api.versioned(nextcloud.urlpatterns))),
     # The account holders' own pages (docs/web.md), last: their paths are the site's root.
     path("", include("web.urls")),

@@ -524,3 +524,13 @@ def test_an_upload_answers_no_later_than_where_the_devices_last_download_read(
     assert body(post_json(fresh, f"{APP}/episode_action/create", [play(2)]))["timestamp"] >= (
         downloaded + 30
     )
+
+
+@pytest.mark.parametrize("path", ["/apps/gpoddersync/nothing", "/login/v2/x"])
+def test_an_unknown_nextcloud_path_is_the_error_object_under_debug_too(
+    nc: APIClient, settings: Any, path: str
+) -> None:
+    """`make run` runs with DEBUG on, where Django answers its own HTML page to a path that no
+    pattern takes."""
+    settings.DEBUG = True
+    assert_error(nc.get(path), 404)
