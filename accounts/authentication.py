@@ -1,11 +1,12 @@
 """Bearer token authentication (docs/api.md, "Authentication") on djangorestframework-simplejwt,
 with the web process's caches of verified tokens and active users."""
 
+import copy
 import threading
 import time
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachetools import TTLCache
 from django.conf import settings
@@ -21,11 +22,13 @@ from rest_framework_simplejwt.tokens import Token
 
 from accounts.models import AppPassword
 from core import clock
+from core.db import sql
 
 
 class _ActiveUsers:
     """Users recently found active, with the mark of the password they had (`password_mark`),
-    kept for `AUTH_USER_CACHE_SECONDS` per process.
+    and for those an app session signed in, the user itself; kept for `AUTH_USER_CACHE_SECONDS`
+    per process.
 
     Reading the user on every request costs a database round trip (bench/README.md,
     "accounts.authentication.active_users"). Only active users are kept, so a deactivation or a
@@ -35,24 +38,40 @@ class _ActiveUsers:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # gunicorn's gthread workers share the cache
-        self._marks: TTLCache[Any, str] | None = None
+        self._known: TTLCache[Any, tuple[str, AbstractBaseUser | None]] | None = None
 
-    def _cache(self) -> TTLCache[Any, str]:
-        if self._marks is None:  # made on first use, when the settings are known
-            self._marks = TTLCache(maxsize=100_000, ttl=settings.AUTH_USER_CACHE_SECONDS)
-        return self._marks
+    def _cache(self) -> TTLCache[Any, tuple[str, AbstractBaseUser | None]]:
+        if self._known is None:  # made on first use, when the settings are known
+            self._known = TTLCache(maxsize=100_000, ttl=settings.AUTH_USER_CACHE_SECONDS)
+        return self._known
 
-    def mark(self, user_id: Any) -> str | None:
-        """The password mark of the user, if this process found them active a moment ago."""
+    def _get(self, user_id: Any) -> tuple[str, AbstractBaseUser | None] | None:
         if not settings.AUTH_USER_CACHE_SECONDS:
             return None
         with self._lock:
             return self._cache().get(user_id)
 
+    def mark(self, user_id: Any) -> str | None:
+        """The password mark of the user, if this process found them active a moment ago."""
+        known = self._get(user_id)
+        return None if known is None else known[0]
+
+    def user(self, user_id: Any) -> AbstractBaseUser | None:
+        """A copy of the user, if this process read them active a moment ago (`add_user`): each
+        request may change its own."""
+        known = self._get(user_id)
+        return None if known is None or known[1] is None else copy.copy(known[1])
+
     def add(self, user_id: Any, mark: str) -> None:
         if settings.AUTH_USER_CACHE_SECONDS:
             with self._lock:
-                self._cache()[user_id] = mark
+                self._cache()[user_id] = (mark, None)
+
+    def add_user(self, user: AbstractBaseUser) -> None:
+        """Remember an active user read whole (its password hash gives its mark)."""
+        if settings.AUTH_USER_CACHE_SECONDS and user.is_active:
+            with self._lock:
+                self._cache()[user.pk] = (password_mark(user.password), copy.copy(user))
 
     def forget(self, user_ids: Iterable[Any]) -> None:
         """Forget the users now, and again once the change commits: a request of this process
@@ -64,15 +83,66 @@ class _ActiveUsers:
     def _forget(self, user_ids: list[Any]) -> None:
         with self._lock:
             for user_id in user_ids:
-                if self._marks is not None:
-                    self._marks.pop(user_id, None)
+                if self._known is not None:
+                    self._known.pop(user_id, None)
 
     def clear(self) -> None:
         with self._lock:
-            self._marks = None
+            self._known = None
 
 
 active_users = _ActiveUsers()
+
+
+class AccountState(NamedTuple):
+    """What decides whether a remembered user may still be used: read on every request."""
+
+    password: str
+    is_active: bool
+    username: str
+
+
+def account_state_sql(table: str = "u") -> str:
+    """The columns of AccountState, of the user table named `table` in a query."""
+    model = get_user_model()
+    return f"{table}.password, {table}.is_active, {table}.{model.USERNAME_FIELD}"
+
+
+def account_state(user_id: Any) -> AccountState | None:
+    """The account's state now: one prepared lookup by its key (core.db.sql)."""
+    model = get_user_model()
+    rows = sql.fetch(
+        f"SELECT {account_state_sql()} FROM {model._meta.db_table} u WHERE u.id = %s",
+        [user_id],
+        _STATE_COLUMNS,
+        prepare=True,
+    )
+    return AccountState(*rows[0]) if rows else None
+
+
+_STATE_COLUMNS = sql.Columns(None, None, None)
+
+
+def current_user(user_id: Any, state: AccountState | None = None) -> AbstractBaseUser | None:
+    """The active user `user_id` as the database has it now: its state read (or `state`, read
+    already with something else), and the user from this process's memory while that state is
+    the one it was remembered with (else read again). So a new password, a new username or a
+    deactivation made by any process counts at once, for the price of one small lookup."""
+    if state is None:
+        state = account_state(user_id)
+    if state is None or not state.is_active:
+        return None
+    known = active_users.user(user_id)
+    if (
+        known is not None
+        and constant_time_compare(known.password, state.password)
+        and known.get_username() == state.username
+    ):
+        return known
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    if user is not None:
+        active_users.add_user(user)
+    return user
 
 
 def forget_changed_user(sender: Any, instance: AbstractBaseUser, **kwargs: Any) -> None:
@@ -141,10 +211,14 @@ def app_password_used(app_password_id: int, *, last_used: Any) -> None:
 
 
 def forget_all() -> None:
-    """Empties this process's caches of verified tokens and active users (tests)."""
+    """Empties this process's caches of verified tokens, active users and app sessions
+    (tests)."""
+    from accounts.sessions import app_sessions  # which imports this module
+
     with _verified_lock:
         _verified_tokens.clear()
     active_users.clear()
+    app_sessions.clear()
 
 
 def _expires(token: Token) -> float:

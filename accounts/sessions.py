@@ -6,18 +6,47 @@ serves only the pages and the admin. An app password (or a password an app was g
 never opens the pages or the admin, and a person's browser never acts on the app API with its
 cookie (a link followed would create a device). A session also remembers the app password that
 made it: once that is revoked, the session ends on its next request, wherever it goes.
+
+Apps sync every few minutes on their session cookie, so a web process remembers the app sessions
+and their users it read for AUTH_USER_CACHE_SECONDS, and checks on each request, in one small
+prepared lookup, that the session still stands unchanged and what its account's state is: a
+sign-out, a new password or a deactivation counts at once in every process
+(bench/README.md, "accounts.sessions.SessionStore").
 """
 
+import functools
+import threading
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
+from cachetools import TTLCache
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY, get_user
+from django.contrib.auth import (
+    BACKEND_SESSION_KEY,
+    HASH_SESSION_KEY,
+    SESSION_KEY,
+    get_user,
+    get_user_model,
+)
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.sessions.backends import db
+from django.contrib.sessions.models import Session
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 from django.utils.functional import SimpleLazyObject
 
-from accounts.authentication import app_password_stands
+from accounts.authentication import (
+    AccountState,
+    account_state_sql,
+    active_users,
+    app_password_stands,
+    current_user,
+)
+from core.db import sql
 
 # The surface a session was signed in on, and the app password it was made with, if any.
 SURFACE_SESSION_KEY = "_surface"
@@ -48,6 +77,143 @@ def mark_signed_in_session(sender: Any, request: HttpRequest | None, **kwargs: A
     session[SURFACE_SESSION_KEY] = surface
     if surface == BROWSER:
         session.pop(APP_PASSWORD_SESSION_KEY, None)
+    elif isinstance(user := kwargs.get("user"), AbstractBaseUser):
+        # Read and saved (its last login) a moment ago: the app's next request needs no query.
+        active_users.add_user(user)
+
+
+class _AppSessions:
+    """The data of app sessions this process read, by session key, until the earlier of their
+    expiry and AUTH_USER_CACHE_SECONDS; forgotten when this process changes or ends them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: TTLCache[str, tuple[dict[str, Any], datetime]] | None = None
+
+    def _cache(self) -> TTLCache[str, tuple[dict[str, Any], datetime]]:
+        if self._known is None:  # made on first use, when the settings are known
+            self._known = TTLCache(maxsize=100_000, ttl=settings.AUTH_USER_CACHE_SECONDS)
+        return self._known
+
+    def get(self, key: str) -> tuple[dict[str, Any], datetime] | None:
+        """The session's data (a copy: the request may change its own) and its expiry."""
+        if not settings.AUTH_USER_CACHE_SECONDS:
+            return None
+        with self._lock:
+            known = self._cache().get(key)
+        if known is None or known[1] <= timezone.now():
+            return None
+        return dict(known[0]), known[1]
+
+    def add(self, key: str, data: dict[str, Any], expires: datetime) -> None:
+        if settings.AUTH_USER_CACHE_SECONDS:
+            with self._lock:
+                self._cache()[key] = (dict(data), expires)
+
+    def forget(self, key: str | None) -> None:
+        if key is not None:
+            with self._lock:
+                if self._known is not None:
+                    self._known.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._known = None
+
+
+app_sessions = _AppSessions()
+
+
+class SessionStore(db.SessionStore):
+    """Django's database sessions (SESSION_ENGINE), with the app sessions remembered by the
+    process that read them: an app's sync checks, in one prepared lookup, that its session
+    still stands unchanged (its row, with the expiry every save moves) and reads its user's
+    state with it, instead of reading and decoding the session and then loading the user."""
+
+    # The state of the session's user, read with a remembered session (accounts.authentication
+    # .current_user takes it).
+    account_state: AccountState | None = None
+    # The data and expiry a save wrote, as the row holds them.
+    _written: tuple[dict[str, Any], datetime] | None = None
+
+    def load(self) -> dict[str, Any]:
+        key = self._session_key
+        known = app_sessions.get(key) if key is not None else None
+        if known is not None:
+            remembered, expires = known
+            user_id = _user_id(remembered.get(SESSION_KEY))
+            rows = sql.fetch(_SESSION_STATE_SQL(), [user_id, key], _STATE, prepare=True)
+            if rows and rows[0][0] == expires and expires > timezone.now():
+                if rows[0][1] is not None:
+                    self.account_state = AccountState(*rows[0][1:])
+                return remembered
+            app_sessions.forget(key)
+        found = self._get_session_from_db()  # type: ignore[attr-defined]
+        if found is None:
+            return {}
+        data: dict[str, Any] = self.decode(found.session_data)
+        if data.get(SURFACE_SESSION_KEY) == APP and self._session_key is not None:
+            app_sessions.add(self._session_key, data, found.expire_date)
+        return data
+
+    def create_model_instance(self, data: dict[str, Any]) -> Any:
+        written = super().create_model_instance(data)
+        self._written = (data, written.expire_date)
+        return written
+
+    def save(self, must_create: bool = False) -> None:
+        app_sessions.forget(self._session_key)
+        self._written = None
+        super().save(must_create=must_create)
+        if self._written is not None and self._session_key is not None:
+            data, expires = self._written
+            if data.get(SURFACE_SESSION_KEY) == APP:
+                app_sessions.add(self._session_key, data, expires)
+
+    def delete(self, session_key: str | None = None) -> None:
+        app_sessions.forget(session_key if session_key is not None else self._session_key)
+        super().delete(session_key)
+
+
+@functools.cache
+def _SESSION_STATE_SQL() -> str:
+    users = get_user_model()._meta.db_table
+    return (
+        f"SELECT s.expire_date, {account_state_sql('u')} FROM {Session._meta.db_table} s"
+        f" LEFT JOIN {users} u ON u.id = %s WHERE s.session_key = %s"
+    )
+
+
+_STATE = sql.Columns(Session._meta.get_field("expire_date"), None, None, None)
+
+
+def _user_id(value: Any) -> Any:
+    """A session's user id as the user model's key (None when it is not one)."""
+    try:
+        return get_user_model()._meta.pk.to_python(value)
+    except ValidationError:
+        return None
+
+
+def _app_user(request: HttpRequest) -> Any:
+    """The user of an app session as django.contrib.auth.get_user finds it (active, and the
+    session made under the account's current password), from this process's memory while the
+    account's state is the same (accounts.authentication.current_user)."""
+    session = request.session
+    user_id = _user_id(session[SESSION_KEY])
+    if user_id is None:
+        return AnonymousUser()
+    remembered = current_user(user_id, getattr(session, "account_state", None))
+    if (
+        remembered is not None
+        and session.get(BACKEND_SESSION_KEY) in settings.AUTHENTICATION_BACKENDS
+        and constant_time_compare(
+            session.get(HASH_SESSION_KEY) or "", remembered.get_session_auth_hash()
+        )
+    ):
+        return remembered
+    # Django's own check, which also ends a session made under another password.
+    return get_user(request)
 
 
 def _user_here(request: HttpRequest) -> Any:
@@ -61,8 +227,11 @@ def _user_here(request: HttpRequest) -> Any:
         ):
             session.flush()
             return AnonymousUser()
-        if session.get(SURFACE_SESSION_KEY) != surface_of(request.path_info):
+        surface = session.get(SURFACE_SESSION_KEY)
+        if surface != surface_of(request.path_info):
             return AnonymousUser()
+        if surface == APP:
+            return _app_user(request)
     return get_user(request)
 
 

@@ -5,8 +5,9 @@ app password, after which a session cookie alone will do (docs/gpodder-api.md,
 A password check is Argon2, tens of milliseconds by design, and Kasts sends Basic on every
 request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_CACHE_SECONDS,
 keyed by an HMAC of them (nothing that would log in is kept), and still reads the user on each
-request, so a changed password or a deactivation ends them at once in every process (the
-password hash they were verified against is compared, by an HMAC of it, each time). An app
+request (its state, accounts.authentication.current_user), so a changed password or a
+deactivation ends them at once in every process (the password hash they were verified against is
+compared, by an HMAC of it, each time). An app
 password is looked up again on each request instead, and so is the one a session was made with
 (accounts.sessions): revoking it ends its app's access at once.
 """
@@ -20,13 +21,12 @@ from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from accounts.authentication import app_password_stands
+from accounts.authentication import app_password_stands, current_user
 from accounts.services import app_authenticate
 from accounts.sessions import APP_PASSWORD_SESSION_KEY
 from accounts.throttles import count_login_attempt, refuse_while_throttled
@@ -66,7 +66,7 @@ class _Credentials:
         if known is None:
             return None
         user_id, password_hash, app_password_id = known
-        user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+        user = current_user(user_id)
         if (
             user is None
             or user.get_username() != username

@@ -372,6 +372,8 @@ SECURE_REDIRECT_EXEMPT = [r"^health$"]
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Secure over HTTPS only, decided per request (api.middleware.SecureCookiesOverHttpsMiddleware):
 # a plain-HTTP deployment (SECURE_SSL_REDIRECT=false on a LAN) must get its cookies back.
+# Database sessions, an app's remembered by the web process that read it (accounts.sessions).
+SESSION_ENGINE = "accounts.sessions"
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 3600)
