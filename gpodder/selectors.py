@@ -4,10 +4,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from core.db import sql
 from gpodder.models import Device, DeviceFeed
-from subscriptions.models import Subscription
+from subscriptions.models import Subscription, SubscriptionFeed
 from subscriptions.selectors import subscription_current
 
 
@@ -51,13 +53,49 @@ class Answered(NamedTuple):
     current: bool  # subscribed, not deleted
 
 
+_SUBSCRIPTIONS = Subscription._meta.db_table
+_FEEDS = SubscriptionFeed._meta.db_table
+_DEVICE_FEEDS = DeviceFeed._meta.db_table
+# The URL the device last sent for subscription `s`: one probe of the (device, feed) key per URL
+# the subscription has had. The inner LIMIT keeps the planner from making it a join, which it
+# did on a user's first sync, on statistics from before it, reading every spelling of the device
+# for each subscription (bench/README.md, "gpodder.selectors.subscription_changes").
+# (SQLite has no LATERAL, and plans the join that way.)
+_SPELLED = {
+    "postgresql": f"""(
+        SELECT df.url FROM {_FEEDS} f CROSS JOIN LATERAL (
+            SELECT url, sent, id FROM {_DEVICE_FEEDS}
+            WHERE device_id = %s AND feed_id = f.id LIMIT 1
+        ) df
+        WHERE f.subscription_id = s.id ORDER BY df.sent DESC, df.id DESC LIMIT 1
+    )""",
+    "sqlite": f"""(
+        SELECT df.url FROM {_FEEDS} f JOIN {_DEVICE_FEEDS} df ON df.feed_id = f.id
+        WHERE df.device_id = %s AND f.subscription_id = s.id
+        ORDER BY df.sent DESC, df.id DESC LIMIT 1
+    )""",
+}
+_CHANGES = {
+    vendor: f"""
+        SELECT s.feed_url, s.is_subscribed, s.deleted, {spelled}
+        FROM {_SUBSCRIPTIONS} s WHERE s.user_id = %s AND s.changed >= %s ORDER BY s.id
+    """
+    for vendor, spelled in _SPELLED.items()
+}
+_CHANGES_COLUMNS = sql.Columns(
+    Subscription._meta.get_field("feed_url"),
+    Subscription._meta.get_field("is_subscribed"),
+    Subscription._meta.get_field("deleted"),
+    DeviceFeed._meta.get_field("url"),
+)
+
+
 def subscription_changes(*, user: Any, device: Device, since: int) -> list[Answered]:
     """The user's subscriptions whose state changed at or after `since` (whole seconds since the
-    epoch), in creation order, as `device` is answered them."""
-    changed = Subscription.objects.filter(
-        user=user, changed__gte=datetime.fromtimestamp(since, UTC)
-    ).order_by("id")
-    rows = _spelled(device, changed).values_list("feed_url", "is_subscribed", "deleted", "spelled")
+    epoch), in creation order, as `device` is answered them. Written out: an app's sync makes
+    it every few minutes (core.db.sql)."""
+    when = sql.param(Subscription._meta.get_field("changed"), datetime.fromtimestamp(since, UTC))
+    rows = sql.fetch(_CHANGES[connection.vendor], [device.pk, user.pk, when], _CHANGES_COLUMNS)
     return [
         Answered(spelled or url, spelled is not None, subscribed and deleted is None)
         for url, subscribed, deleted, spelled in rows

@@ -4,21 +4,24 @@ the subscriptions app's own services (docs/gpodder-api.md)."""
 import re
 import unicodedata
 from collections.abc import Collection
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
-from django.db.models import Count, Q
+from django.db import connection, transaction
+from django.db.models import Count, Field, Q
 
 from core import clock
+from core.db import sql
+from core.db.hints import unflushed
 from core.exceptions import InvalidInput, NotFound
 from gpodder import selectors
 from gpodder.feedurls import sanitized
 from gpodder.models import Device, DeviceFeed
-from gpodder.sync import sync_timestamp
+from gpodder.sync import settled_timestamp, sync_timestamp
 from subscriptions import feeds
 from subscriptions.selectors import (
     FeedReached,
@@ -67,19 +70,36 @@ def devices_touch(*, user: Any, device_ids: Collection[str]) -> dict[str, Device
     if not device_ids:
         return {}
     now = clock.now()
-    found = {
-        device.device_id: device
-        for device in Device.objects.filter(user=user, device_id__in=list(device_ids)).only(
-            "device_id", "last_used", "pulled_up_to"
-        )
-    }
+    found = {device.device_id: device for device in _devices_found(user, device_ids)}
     missing = [device_id for device_id in device_ids if device_id not in found]
     if missing:
         found.update(_devices_create(user=user, device_ids=missing, now=now))
     stale = [d.pk for d in found.values() if d.last_used < now - LAST_USE_PRECISION]
     if stale:
-        Device.objects.filter(pk__in=stale).update(last_used=now)
+        with unflushed():
+            Device.objects.filter(pk__in=stale).update(last_used=now)
     return found
+
+
+_DEVICE_FIELDS = ("id", "user_id", "device_id", "last_used", "pulled_up_to")
+_DEVICE_BY_ID = (
+    f"SELECT {', '.join(_DEVICE_FIELDS)} FROM {Device._meta.db_table}"
+    " WHERE user_id = %s AND device_id = %s"
+)
+_DEVICE_COLUMNS = sql.Columns(*(cast(Field, Device._meta.get_field(n)) for n in _DEVICE_FIELDS))
+
+
+def _devices_found(user: Any, device_ids: Collection[str]) -> list[Device]:
+    """Those of the user's devices that exist. One device, a sync's every request, is one
+    prepared lookup by its unique key (core.db.sql)."""
+    if len(device_ids) == 1:
+        rows = sql.fetch(_DEVICE_BY_ID, [user.pk, *device_ids], _DEVICE_COLUMNS, prepare=True)
+        return [Device.from_db(None, _DEVICE_FIELDS, row) for row in rows]
+    return list(
+        Device.objects.filter(user=user, device_id__in=list(device_ids)).only(
+            "device_id", "last_used", "pulled_up_to"
+        )
+    )
 
 
 def _devices_create(*, user: Any, device_ids: list[str], now: datetime) -> dict[str, Device]:
@@ -208,16 +228,24 @@ class Changes:
 def subscription_pull(*, user: Any, device: Device, since: int) -> Changes:
     """The subscriptions changed at or after `since` (whole seconds), split into the subscribed
     (`add`) and the unsubscribed or deleted (`remove`), each in the device's spelling; and the
-    timestamp to send back (gpodder.sync), taken while the user's writes are held. The device
-    remembers that timestamp, for its next upload's (subscription_upload)."""
-    with transaction.atomic():
-        latest = hold_user_writes(user.pk)
+    timestamp to send back (gpodder.sync.settled_timestamp: it moves only when something
+    changed). The device remembers that timestamp, for its next upload's (subscription_upload),
+    when it moved.
+
+    The clock is read first, then the writes under way are waited for (hold_user_writes): a
+    write that had not begun by then stamps its changes after that clock, and the ones waited
+    for are committed before the changes are read. On PostgreSQL that is one statement, no
+    transaction kept open (SQLite serialises its transactions instead).
+    """
+    now = clock.now()
+    with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
+        timestamp = settled_timestamp(hold_user_writes(user.pk), now=now)
         answered = selectors.subscription_changes(user=user, device=device, since=since)
-        _remember_answered(user=user, device=device, answered=answered)
-        timestamp = sync_timestamp(latest)
-        if device.pulled_up_to != timestamp:
+    _remember_answered(user=user, device=device, answered=answered)
+    if device.pulled_up_to != timestamp:  # only when something changed (gpodder.sync)
+        with unflushed():
             Device.objects.filter(pk=device.pk).update(pulled_up_to=timestamp)
-            device.pulled_up_to = timestamp
+        device.pulled_up_to = timestamp
     return Changes(
         add=[item.url for item in answered if item.current],
         remove=[item.url for item in answered if not item.current],
