@@ -195,10 +195,10 @@ def identity(
     return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
-def action_body(action: Any) -> dict[str, Any]:
+def action_body(action: Any, *, with_device: bool = True) -> dict[str, Any]:
     """A stored action as the apps read it, on the gpodder API and the Nextcloud paths alike:
-    UTC time without zone or fraction, the device (when `action` has one) and guid when known,
-    the play fields on play actions only, and never a null."""
+    UTC time without zone or fraction, the device (`with_device`, when known) and guid when
+    known, the play fields on play actions only, and never a null."""
     t = action.timestamp
     body: dict[str, Any] = {
         "podcast": action.podcast,
@@ -208,7 +208,7 @@ def action_body(action: Any) -> dict[str, Any]:
         "timestamp": "%04d-%02d-%02dT%02d:%02d:%02d"  # noqa: UP031
         % (t.year, t.month, t.day, t.hour, t.minute, t.second),
     }
-    if getattr(action, "device", None) is not None:
+    if with_device and getattr(action, "device", None) is not None:
         body["device"] = action.device
     if action.guid:
         body["guid"] = action.guid

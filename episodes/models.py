@@ -88,7 +88,7 @@ class EpisodeAction(models.Model):
 
 
 class ReceivedClock(models.Model):
-    """The latest second a user's actions were stamped with, and how many it was given.
+    """The latest second a user's actions were stamped with.
 
     Kept apart from the actions: deleting actions (a subscription's) must not move it back, or
     a later upload could be stamped before a timestamp a download has answered already.
@@ -101,7 +101,6 @@ class ReceivedClock(models.Model):
         related_name="episode_received_clock",
     )
     second = models.DateTimeField()
-    used = models.PositiveIntegerField(help_text="How many actions were stamped with `second`.")
 
     def __str__(self) -> str:
-        return f"{self.second} ({self.used})"
+        return str(self.second)

@@ -1,23 +1,22 @@
 """Reading a user's episode actions as a download answers them (docs/gpodder-api.md, "Episode
-actions: download")."""
+actions: download"): everything since N in one answer, read a chunk at a time."""
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from django.db import transaction
-from django.db.models import Q
 
+from core.db import sql
 from episodes.models import EpisodeAction
-from episodes.received import ACTIONS_PER_SECOND, hold_episode_writes
-from gpodder.sync import sync_timestamp
+from episodes.received import hold_episode_writes
+from gpodder.models import Device
+from gpodder.sync import settled_timestamp, sync_timestamp
 from subscriptions import feeds
 from subscriptions.selectors import feed_digests_alike
 
-# The most actions one answer holds; the rest come with the next `since`.
-PAGE_SIZE = 1000
-# A page cut short keeps at least one whole second besides the one it may start with.
-assert PAGE_SIZE >= 2 * ACTIONS_PER_SECOND
+# Rows read at a time while an answer is written: one answer of any length in flat memory.
+CHUNK = 1000
 
 
 class ActionShown(NamedTuple):
@@ -34,77 +33,93 @@ class ActionShown(NamedTuple):
     podcast_key: str
 
 
+_FIELDS = EpisodeAction._meta
+
+
+def _field(name: str) -> Any:
+    return _FIELDS.get_field(name)
+
+
 _SHOWN = (
-    "podcast",
-    "episode",
-    "action",
-    "timestamp",
-    "device__device_id",
-    "guid",
-    "started",
-    "position",
-    "total",
-    "received",
-    "podcast_key",
+    "a.podcast, a.episode, a.action, a.timestamp, d.device_id, a.guid, a.started, a.position,"
+    " a.total, a.received, a.podcast_key, a.id"
+)
+_COLUMNS = sql.Columns(
+    *map(_field, ("podcast", "episode", "action", "timestamp")),
+    Device._meta.get_field("device_id"),
+    *map(_field, ("guid", "started", "position", "total", "received", "podcast_key", "id")),
+)
+_FROM = (
+    f"FROM {_FIELDS.db_table} a LEFT JOIN {Device._meta.db_table} d ON d.id = a.device_id"
+    " WHERE a.user_id = %s"
 )
 
 
-@dataclass(frozen=True)
-class Page:
-    actions: list[ActionShown]
-    timestamp: int
+class ReadPoint(NamedTuple):
+    timestamp: int  # what a download answers (gpodder.sync.sync_timestamp)
+    settled: int  # the same guarantee, moving only when an action came (settled_timestamp)
 
 
-def actions_page(
+def read_point(*, user_id: int) -> ReadPoint:
+    """The timestamp a download answers, for actions read after it: every action not yet
+    committed when it is taken is stamped at or after it + 1, so a read that follows misses none
+    before it (one committed meanwhile comes again next time, which is harmless).
+
+    Taken while the user's uploads are held (episodes.received.hold_episode_writes): the clock
+    it reads must not run on past one that stamps its actions meanwhile. The actions themselves
+    are read after, outside that transaction, however long the answer takes to write.
+    """
+    with transaction.atomic():
+        latest = hold_episode_writes(user_id)
+        return ReadPoint(sync_timestamp(latest), settled_timestamp(latest))
+
+
+def actions_since(
     *,
     user: Any,
     since: int,
     podcast: str | None = None,
     device: str | None = None,
-    aggregated: bool = False,
-) -> Page:
-    """The user's actions received at or after `since` (whole seconds), oldest first, at most
-    PAGE_SIZE of them and never part of a received second; and the timestamp to send back.
+) -> Iterator[ActionShown]:
+    """The user's actions received at or after `since` (whole seconds), oldest first, read CHUNK
+    at a time, each chunk one query from where the last ended (the index on user, received and
+    id): no cursor kept open between them, so a connection pooler in transaction mode serves it.
 
     `podcast`: only those on that feed, by any URL its subscription has had; `device`: only
-    those of that device; `aggregated`: only the latest (by the app's time) of each episode.
-
-    The timestamp T lets an app that sends back T, or T + 1, as its next `since` miss nothing:
-    after a page cut short, T is the page's last second, which every action not yet answered
-    was received after; after the last page, it is what gpodder.sync gives, read while no
-    upload is under way.
+    those of that device.
     """
-    actions = EpisodeAction.objects.filter(
-        user=user, received__gte=datetime.fromtimestamp(since, UTC)
-    )
+    where, params = "", []
     if podcast is not None:
         digest = feeds.feed_key_digest(podcast)
-        alike = feed_digests_alike(user=user, digest=digest)
-        actions = actions.filter(Q(podcast_key=digest) | Q(podcast_key__in=alike))
+        alike = feed_digests_alike(user=user, digest=digest).values_list("key_digest", flat=True)
+        digests = sorted({digest, *alike})
+        where += f" AND a.podcast_key IN ({', '.join(['%s'] * len(digests))})"
+        params += digests
     if device is not None:
-        actions = actions.filter(device__device_id=device)
-    with transaction.atomic():
-        latest = hold_episode_writes(user.pk)
-        rows = [
-            ActionShown(*row)
-            for row in actions.order_by("received", "id").values_list(*_SHOWN)[: PAGE_SIZE + 1]
-        ]
-        if len(rows) > PAGE_SIZE:
-            cut = rows[PAGE_SIZE].received  # this second may go on past the rows read
-            rows = [row for row in rows if row.received < cut]
-            timestamp = int(rows[-1].received.timestamp())
-        else:
-            # While the uploads are still held: the clock it reads must not run on past one
-            # that stamps its actions meanwhile.
-            timestamp = sync_timestamp(latest)
-    if aggregated:
-        rows = _latest_of_each_episode(rows)
-    return Page(actions=rows, timestamp=timestamp)
+        where += " AND d.device_id = %s"
+        params.append(device)
+    received = _field("received")
+    first = sql.param(received, datetime.fromtimestamp(since, UTC))
+    query = f"SELECT {_SHOWN} {_FROM} AND a.received >= %s{where} ORDER BY a.received, a.id"
+    rows = sql.fetch(f"{query} LIMIT {CHUNK}", [user.pk, first, *params], _COLUMNS)
+    following = (
+        f"SELECT {_SHOWN} {_FROM} AND (a.received, a.id) > (%s, %s){where}"
+        f" ORDER BY a.received, a.id LIMIT {CHUNK}"
+    )
+    while True:
+        for row in rows:
+            yield ActionShown(*row[:-1])
+        if len(rows) < CHUNK:
+            return
+        last = rows[-1]
+        after = [sql.param(received, last[9]), last[-1]]
+        rows = sql.fetch(following, [user.pk, *after, *params], _COLUMNS)
 
 
-def _latest_of_each_episode(rows: list[ActionShown]) -> list[ActionShown]:
+def latest_of_each_episode(rows: Iterable[ActionShown]) -> list[ActionShown]:
     """The latest action (by the app's time, then as received) of each episode, in the order
-    received."""
+    received. Holds one action per episode: an aggregated answer is as large as the number of
+    episodes, not of actions."""
     latest: dict[tuple[str, str], tuple[int, ActionShown]] = {}
     for index, row in enumerate(rows):
         key = (row.podcast_key, row.episode)

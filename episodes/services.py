@@ -12,7 +12,7 @@ from core import clock
 from core.db import sql
 from episodes.actions import SentAction, episode_sanitized, identity
 from episodes.models import EpisodeAction
-from episodes.received import lock_episode_writes, received_seconds, record_received
+from episodes.received import latest_received, lock_and_stamp, lock_episode_writes
 from gpodder.feedurls import sanitized
 from gpodder.services import devices_touch
 from gpodder.sync import sync_timestamp
@@ -70,17 +70,25 @@ def actions_upload(
     for action, podcast, episode in usable:
         _add_row(columns, action, podcast, episode, now, devices)
     with transaction.atomic():
-        latest, used = lock_episode_writes(user.pk)
-        # The clock read again after the lock: a download that held it answered a timestamp
-        # from its own clock, which a time read before waiting could be behind.
-        stamps = received_seconds(len(usable), now=clock.now(), latest=latest, used=used)
-        columns["received"] = stamps
-        sql.insert(EpisodeAction, columns, same={"user": user.pk}, ignore_conflicts=True)
-        timestamp = sync_timestamp(record_received(user.pk, stamps, latest=latest, used=used))
+        latest: datetime | None
+        if usable:
+            latest = lock_and_stamp(user.pk, clock.now())
+            # A download that held the lock answered a timestamp from its own clock, which the
+            # time read before waiting for it may be behind: stamped again with the clock read
+            # after, when that moved on to a later second (only when the lock was waited for).
+            after = clock.now()
+            if after.replace(microsecond=0) > latest:
+                latest = lock_and_stamp(user.pk, after)
+            columns["received"] = [latest] * len(usable)
+            sql.insert(EpisodeAction, columns, same={"user": user.pk}, ignore_conflicts=True)
+        else:
+            lock_episode_writes(user.pk)
+            latest = latest_received(user.pk)
+        timestamp = sync_timestamp(latest)
     if read_up_to is not None:
         # AntennaPod and Kasts keep an upload's timestamp as their next `since`, in place of
         # the one their download before was answered: a later one would skip what others
-        # uploaded in between, and the download's further pages.
+        # uploaded in between.
         timestamp = min(timestamp, read_up_to)
     return Upload(timestamp=timestamp, update_urls=sent.update_urls())
 

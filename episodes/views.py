@@ -1,16 +1,19 @@
 """POST and GET /api/2/episodes/{user}.json: upload and download episode actions
 (docs/gpodder-api.md, "Episode actions")."""
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
 from django.core import signing
+from django.http import HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.params import bad_parameter, query_param
 from episodes import selectors, services
-from episodes.actions import action_body, actions_parsed
+from episodes.actions import actions_parsed
+from episodes.answers import actions_answer
 from gpodder.feedurls import sanitized
 from gpodder.services import device_id_checked
 from gpodder.views import GpodderView, since_param
@@ -22,7 +25,7 @@ _COOKIE_PATH = "/api/2/episodes/"
 
 
 class EpisodeActionsView(GpodderView):
-    def get(self, request: Request, username: str) -> Response:
+    def get(self, request: Request, username: str) -> HttpResponseBase:
         since = since_param(request, required=False)
         podcast = query_param(request, "podcast")
         if podcast is not None and (podcast := sanitized(podcast)) is None:
@@ -30,19 +33,19 @@ class EpisodeActionsView(GpodderView):
         device = query_param(request, "device")
         if device is not None:
             device_id_checked(device)
-        page = selectors.actions_page(
-            user=request.user,
-            since=since,
-            podcast=podcast,
-            device=device,
-            aggregated=_flag(request, "aggregated"),
+        aggregated = _flag(request, "aggregated")
+        # Everything since `since` in one answer (docs/gpodder-api.md, "Episode actions:
+        # download"): apps read one answer per sync.
+        timestamp = selectors.read_point(user_id=request.user.pk).timestamp  # type: ignore[arg-type]
+        rows: Iterable[selectors.ActionShown] = selectors.actions_since(
+            user=request.user, since=since, podcast=podcast, device=device
         )
-        response = Response(
-            {"actions": [action_body(a) for a in page.actions], "timestamp": page.timestamp}
-        )
+        if aggregated:
+            rows = selectors.latest_of_each_episode(rows)
+        response = actions_answer(rows, timestamp)
         if podcast is None and device is None:
             # Only where the app's whole stream stands: a filtered download is a look aside.
-            _remember_read_up_to(response, request.user, page.timestamp)
+            _remember_read_up_to(response, request.user, timestamp)
         return response
 
     def post(self, request: Request, username: str) -> Response:
@@ -66,7 +69,7 @@ def _signer(user: Any) -> signing.Signer:
     return signing.Signer(salt=f"episodes.read_up_to.{user.pk}")
 
 
-def _remember_read_up_to(response: Response, user: Any, timestamp: int) -> None:
+def _remember_read_up_to(response: HttpResponseBase, user: Any, timestamp: int) -> None:
     response.set_cookie(
         READ_UP_TO_COOKIE,
         _signer(user).sign(str(timestamp)),

@@ -11,16 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachetools import LRUCache
-from django.db import transaction
 
 from accounts.models import AppPassword
+from core.db.hints import unflushed
 from core.exceptions import NotAuthorized
 from episodes import services as episodes
 from episodes.actions import SentAction
-from episodes.received import hold_episode_writes
+from episodes.selectors import read_point
 from gpodder.models import Device
 from gpodder.services import devices_touch
-from gpodder.sync import sync_timestamp
 from nextcloud.models import ActionsRead
 
 # The device of requests made with the account's own password.
@@ -98,23 +97,22 @@ def actions_download(*, user: Any, device: Device, since: int) -> Download:
     """Start a download of the user's actions for `device`: from `since`, or from where the
     device's last download read when that is earlier (AntennaPod keeps its own clock as its next
     `since`, which would skip what others uploaded between its download and its clock); and
-    remember where this one reads up to.
-
-    The timestamp is gpodder.sync's, read while the uploads are held: every action received
-    after it is stamped at or after it + 1, so the answer, read after, misses none before it,
-    and an action received meanwhile comes again next time, which is harmless.
+    remember where this one reads up to, when that moved: its settled timestamp, which stays
+    the same while no action comes (gpodder.sync.settled_timestamp), so a download of an
+    account nobody changed writes nothing.
     """
-    with transaction.atomic():
-        read_up_to = _read_up_to(user=user, device_id=device.device_id)
-        timestamp = sync_timestamp(hold_episode_writes(user.pk))
-        ActionsRead.objects.bulk_create(
-            [ActionsRead(device=device, up_to=timestamp)],
-            update_conflicts=True,
-            unique_fields=["device"],
-            update_fields=["up_to"],
-        )
+    read_up_to = _read_up_to(user=user, device_id=device.device_id)
+    point = read_point(user_id=user.pk)
+    if read_up_to != point.settled:
+        with unflushed():
+            ActionsRead.objects.bulk_create(
+                [ActionsRead(device=device, up_to=point.settled)],
+                update_conflicts=True,
+                unique_fields=["device"],
+                update_fields=["up_to"],
+            )
     start = since if read_up_to is None else min(since, read_up_to)
-    return Download(since=start, timestamp=timestamp)
+    return Download(since=start, timestamp=point.timestamp)
 
 
 def actions_upload(*, user: Any, device_id: str, actions: Sequence[SentAction]) -> int:

@@ -1,12 +1,10 @@
 """The Nextcloud gPodder Sync API's four data paths: HTTP Basic on every request, JSON bodies
 whatever their label, every answer JSON and `Cache-Control: no-store` (docs/nextcloud.md)."""
 
-import json
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpResponseBase, StreamingHttpResponse
+from django.http import HttpResponseBase
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -16,18 +14,16 @@ from rest_framework.views import APIView
 from api.negotiation import IgnoreAcceptNegotiation
 from api.renderers import JSONRenderer
 from core.exceptions import InvalidInput
-from episodes.actions import action_body, actions_parsed
+from episodes import selectors as episodes
+from episodes.actions import actions_parsed
+from episodes.answers import actions_answer
 from gpodder import services as gpodder
 from gpodder.models import Device
 from gpodder.parsers import AnyJSONParser
 from gpodder.serializers import SubscriptionChangesSerializer
 from gpodder.views import since_param
-from nextcloud import selectors, services
+from nextcloud import services
 from nextcloud.authentication import NextcloudAuthentication
-from nextcloud.selectors import ActionRow
-
-# Actions encoded into one piece of a streamed answer.
-_PIECE = 500
 
 
 # The OpenAPI document describes /v1/; docs/nextcloud.md describes these paths.
@@ -104,28 +100,10 @@ class EpisodeActionCreateView(NextcloudView):
 
 
 class EpisodeActionsView(NextcloudView):
-    def get(self, request: Request) -> StreamingHttpResponse:
+    def get(self, request: Request) -> HttpResponseBase:
         since = since_param(request, required=False)
         download = services.actions_download(
             user=request.user, device=self.device(request), since=since
         )
-        rows = selectors.actions_since(user=request.user, since=download.since)
-        return StreamingHttpResponse(
-            _streamed(rows, download.timestamp), content_type="application/json"
-        )
-
-
-def _streamed(rows: Iterable[ActionRow], timestamp: int) -> Iterator[bytes]:
-    """`{"actions": [...], "timestamp": T}`, written _PIECE actions at a time as they are
-    read: one answer of any length, in flat memory."""
-    yield b'{"actions": ['
-    separator = ""
-    piece: list[str] = []
-    for row in rows:
-        piece.append(json.dumps(action_body(row)))
-        if len(piece) == _PIECE:
-            yield (separator + ", ".join(piece)).encode()
-            separator, piece = ", ", []
-    if piece:
-        yield (separator + ", ".join(piece)).encode()
-    yield f'], "timestamp": {timestamp}}}'.encode()
+        rows = episodes.actions_since(user=request.user, since=download.since)
+        return actions_answer(rows, download.timestamp, with_device=False)

@@ -1,4 +1,4 @@
-"""Reading an upload's actions, and stamping their received second: pure functions."""
+"""Reading an upload's actions (pure functions), and stamping their received second."""
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -7,7 +7,9 @@ import pytest
 
 from core.exceptions import InvalidInput
 from episodes.actions import actions_parsed, episode_sanitized, identity
-from episodes.received import ACTIONS_PER_SECOND, received_seconds
+from episodes.models import ReceivedClock
+from episodes.received import lock_and_stamp
+from tests.factories import UserFactory
 
 PLAY = {"podcast": "https://a.example/feed", "episode": "https://a.example/1.mp3"}
 
@@ -185,30 +187,31 @@ NOW = datetime(2024, 5, 1, 10, 0, 0, 700000, tzinfo=UTC)
 SECOND = NOW.replace(microsecond=0)
 
 
-def test_actions_take_the_current_second():
-    assert received_seconds(3, now=NOW, latest=None, used=0) == [SECOND] * 3
+@pytest.fixture
+def user(db: None) -> Any:
+    return UserFactory()
 
 
-def test_a_full_second_moves_on_to_the_next():
-    stamps = received_seconds(2 * ACTIONS_PER_SECOND + 1, now=NOW, latest=None, used=0)
-    assert stamps.count(SECOND) == ACTIONS_PER_SECOND
-    assert stamps.count(SECOND + timedelta(seconds=1)) == ACTIONS_PER_SECOND
-    assert stamps[-1] == SECOND + timedelta(seconds=2)
-    assert stamps == sorted(stamps)
+def test_actions_take_the_current_second(user):
+    assert lock_and_stamp(user.pk, NOW) == SECOND
+    assert ReceivedClock.objects.get(user=user).second == SECOND
 
 
-def test_the_latest_second_is_filled_before_the_next():
-    latest = SECOND + timedelta(seconds=3)  # an earlier upload ran ahead of the clock
-    stamps = received_seconds(3, now=NOW, latest=latest, used=ACTIONS_PER_SECOND - 1)
-    assert stamps == [latest, latest + timedelta(seconds=1), latest + timedelta(seconds=1)]
+def test_a_whole_upload_takes_one_second_however_large(user):
+    """Answers are whole (no page to cut between seconds): a first sync's thousands of actions
+    are not stamped ahead of the clock, where every device's next downloads would read them
+    again until the clock caught up."""
+    assert lock_and_stamp(user.pk, NOW) == SECOND
+    assert lock_and_stamp(user.pk, NOW) == SECOND
 
 
-def test_stamps_never_go_back_even_when_the_clock_does():
-    latest = SECOND + timedelta(seconds=10)
-    assert received_seconds(1, now=NOW, latest=latest, used=1) == [latest]
+def test_stamps_never_go_back_even_when_the_clock_does(user):
+    latest = SECOND + timedelta(seconds=10)  # a web machine whose clock runs ahead
+    lock_and_stamp(user.pk, latest)
+    assert lock_and_stamp(user.pk, NOW) == latest
+    assert ReceivedClock.objects.get(user=user).second == latest
 
 
-def test_an_older_latest_second_does_not_count():
-    earlier = SECOND - timedelta(seconds=1)
-    stamps = received_seconds(2, now=NOW, latest=earlier, used=ACTIONS_PER_SECOND)
-    assert stamps == [SECOND, SECOND]
+def test_an_older_latest_second_does_not_count(user):
+    lock_and_stamp(user.pk, NOW - timedelta(seconds=1))
+    assert lock_and_stamp(user.pk, NOW) == SECOND

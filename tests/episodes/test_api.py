@@ -1,6 +1,6 @@
 """POST and GET /api/2/episodes/{user}.json (docs/gpodder-api.md, "Episode actions"): the
-shape, the rules, since counted from when the service received an action, pages, one account's
-data, and the queries an upload costs."""
+shape, the rules, since counted from when the service received an action, whole answers, one
+account's data, and the queries an upload costs."""
 
 import json
 from datetime import UTC, datetime, timedelta
@@ -13,8 +13,6 @@ from rest_framework.test import APIClient
 
 from deletions import services as deletions
 from episodes.models import EpisodeAction
-from episodes.received import ACTIONS_PER_SECOND
-from episodes.selectors import PAGE_SIZE
 from gpodder.models import Device
 from subscriptions import feeds
 from subscriptions import services as subscriptions
@@ -23,6 +21,8 @@ from tests.gpodder.conftest import basic
 from tests.helpers import assert_error, subscribe
 
 EPISODES = "/api/2/episodes/alice.json"
+# Actions stored per second of a history made up for a test.
+PER_SECOND = 500
 FEED = "https://feeds.example.com/show.xml"
 
 
@@ -48,8 +48,11 @@ def upload(client: APIClient, actions: Any, **headers: Any) -> dict[str, Any]:
 
 
 def download(client: APIClient, **params: Any) -> dict[str, Any]:
+    """One download's answer, whole (a large one is streamed)."""
     response = client.get(EPISODES, params)
     assert response.status_code == 200, response.content
+    if response.streaming:
+        return json.loads(b"".join(response.streaming_content))  # type: ignore[attr-defined]
     return response.json()
 
 
@@ -334,51 +337,48 @@ def test_device_keeps_that_devices_actions(app, alice):
     assert_error(app.get(EPISODES, {"device": "bad device"}), 400)
 
 
-def _read_all(client: APIClient, plus: int) -> tuple[list[str], int]:
-    """Page through as an app that sends back T + `plus`: every episode seen, and the calls."""
-    seen: list[str] = []
-    since, calls = 0, 0
-    while True:
-        answer = download(client, since=since)
-        calls += 1
-        assert len(answer["actions"]) <= PAGE_SIZE
-        seen += [a["episode"] for a in answer["actions"]]
-        if answer["timestamp"] + plus == since or calls > 50:
-            return seen, calls
-        since = answer["timestamp"] + plus
-
-
 @pytest.mark.parametrize("plus", [0, 1])
-def test_pages_hold_at_most_1000_whole_seconds_and_apps_read_on_without_loss(
+def test_a_download_answers_everything_since_in_one_answer_and_apps_read_on_without_loss(
     app, alice, clock, plus
 ):
+    """AntennaPod and gPodder read one answer per sync: a new phone learns a whole history in
+    its first sync, not a thousand actions a sync."""
     start = clock.now.replace(microsecond=0) - timedelta(hours=1)
-    # Full seconds, as a first sync's batches stamp them, and some nearly empty ones.
-    seconds = [s for s in range(7) for _ in range(ACTIONS_PER_SECOND)] + [7, 9, 9, 12]
+    seconds = [s for s in range(7) for _ in range(PER_SECOND)] + [7, 9, 9, 12]
     store_received(alice, seconds, start)
 
     first = download(app, since=0)
-    received = [start + timedelta(seconds=s) for s in seconds]
-    assert len(first["actions"]) == 2 * ACTIONS_PER_SECOND
-    # Never part of a second: the first page ends where a second ends.
-    assert first["timestamp"] == int(received[2 * ACTIONS_PER_SECOND - 1].timestamp())
 
-    seen, calls = _read_all(app, plus)
-    assert set(seen) == {f"https://cdn.example.com/show/{i}.mp3" for i in range(len(seconds))}
-    assert calls <= 10
-
-
-def test_a_page_is_cut_before_a_second_it_cannot_hold_whole(app, alice, clock):
-    start = clock.now.replace(microsecond=0) - timedelta(hours=1)
-    store_received(alice, [0] * 300 + [1] * 400 + [2] * 400, start)
-
-    answer = download(app, since=0)
-
-    assert len(answer["actions"]) == 700
-    assert answer["timestamp"] == int((start + timedelta(seconds=1)).timestamp())
+    episodes = [f"https://cdn.example.com/show/{i}.mp3" for i in range(len(seconds))]
+    assert [a["episode"] for a in first["actions"]] == episodes  # in the order received
+    # Sent back (AntennaPod) or plus one (Kasts), it finds none of them again, and what comes
+    # later.
+    since = first["timestamp"] + plus
+    assert download(app, since=since)["actions"] == []
+    upload(app, [play(1)])
+    assert [a["episode"] for a in download(app, since=since)["actions"]] == [
+        "https://cdn.example.com/1.mp3"
+    ]
 
 
-def test_the_timestamp_of_the_last_page_lets_both_kinds_of_app_see_later_uploads(app, alice, clock):
+def test_a_download_of_many_pieces_is_one_json_answer_in_order(app, alice, clock):
+    start = clock.now.replace(microsecond=0) - timedelta(days=1)
+    store_received(alice, list(range(2_500)), start)
+    store_received(alice, [2_500] * 7, start, first=2_500)  # one second, past a piece's end
+
+    response = app.get(EPISODES, {"since": 0})
+
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    assert "no-store" in response["Cache-Control"]
+    answer = json.loads(b"".join(response.streaming_content))
+    assert [a["episode"] for a in answer["actions"]] == [
+        f"https://cdn.example.com/show/{i}.mp3" for i in range(2_507)
+    ]
+    assert set(answer) == {"actions", "timestamp"}
+
+
+def test_the_timestamp_of_a_download_lets_both_kinds_of_app_see_later_uploads(app, alice, clock):
     upload(app, [play(1)])
     answer = download(app)
     assert answer["timestamp"] < clock.now.timestamp()
@@ -396,24 +396,24 @@ def test_an_incremental_download_reads_the_same_queries_whatever_the_history(
     start = clock.now.replace(microsecond=0) - timedelta(days=30)
     store_received(alice, list(range(0, 20_000)), start)
     app.get("/api/2/devices/alice.json")  # the session exists
-    # Basic, the session, the lock with the latest second, the page, and the savepoint's two.
+    # Basic, the session, the lock with the latest second, the first piece, and the
+    # savepoint's two.
     with django_assert_max_num_queries(6):
         answer = download(app, since=int(clock.now.timestamp()) - 60)
     assert answer["actions"] == []
-    with django_assert_max_num_queries(6):
-        assert len(download(app, since=0, podcast=FEED)["actions"]) == PAGE_SIZE
+    # A whole history: one query more per thousand actions read, from where the last ended.
+    with django_assert_max_num_queries(7 + 20):
+        assert len(download(app, since=0, podcast=FEED)["actions"]) == 20_000
 
 
 # --- An upload's timestamp after a download --------------------------------------------------
 
 
-def test_an_upload_after_a_cut_short_download_answers_where_the_download_stopped(
-    alice, clock, settings
-):
-    """AntennaPod keeps an upload's timestamp as its next since: after a first download cut
-    short, a later timestamp would skip the pages it has not read."""
+def test_an_upload_after_a_download_answers_no_later_than_the_download(alice, clock, settings):
+    """AntennaPod keeps an upload's timestamp as its next since: a later timestamp than its
+    download's would skip what another app uploaded in between."""
     start = clock.now.replace(microsecond=0) - timedelta(hours=1)
-    store_received(alice, [s for s in range(4) for _ in range(ACTIONS_PER_SECOND)], start)
+    store_received(alice, [s for s in range(4) for _ in range(PER_SECOND)], start)
     phone = APIClient()  # AntennaPod: Basic once, then its cookies
     login = phone.post(
         "/api/2/auth/alice/login.json",
@@ -423,24 +423,26 @@ def test_an_upload_after_a_cut_short_download_answers_where_the_download_stopped
     )
     assert login.status_code == 200
 
-    page = download(phone, since=0)
+    read = download(phone, since=0)
+    assert len(read["actions"]) == 4 * PER_SECOND  # everything, in one answer
+    clock.advance(seconds=5)
+    # Another app uploads after the phone's download; then the phone uploads its own.
+    kasts = APIClient()
+    others = upload(kasts, [play(2)], HTTP_AUTHORIZATION=basic("alice"))
     answer = upload(phone, [play(1)])
 
-    assert answer["timestamp"] == page["timestamp"]
+    assert answer["timestamp"] == read["timestamp"]
     seen = [a["episode"] for a in download(phone, since=answer["timestamp"])["actions"]]
-    assert "https://cdn.example.com/show/1000.mp3" in seen
+    assert "https://cdn.example.com/2.mp3" in seen
     # An app whose cookie did not come back (Kasts) is answered the upload's own timestamp.
-    kasts = APIClient()
-    assert (
-        upload(kasts, [play(2)], HTTP_AUTHORIZATION=basic("alice"))["timestamp"]
-        > (page["timestamp"])
-    )
+    assert others["timestamp"] > read["timestamp"]
 
 
 def test_a_remembered_download_counts_only_for_its_own_user_and_signed(app, alice, bob, clock):
     start = clock.now.replace(microsecond=0) - timedelta(hours=1)
-    store_received(alice, [s for s in range(4) for _ in range(ACTIONS_PER_SECOND)], start)
+    store_received(alice, [s for s in range(4) for _ in range(PER_SECOND)], start)
     alices_page = download(app, since=0)["timestamp"]
+    clock.advance(seconds=3600)  # an hour later, bob's app uploads
     cookie = app.cookies["episodes_read_up_to"]
     assert cookie["path"] == "/api/2/episodes/"
     assert cookie["httponly"]
@@ -468,10 +470,9 @@ def test_a_filtered_download_does_not_move_where_the_app_has_read_to(app, alice)
 def test_an_upload_of_actions_stored_already_answers_a_timestamp_later_uploads_come_after(
     app, alice, clock
 ):
-    batch = [play(n, device="phone") for n in range(2 * ACTIONS_PER_SECOND - 10)]
+    batch = [play(n, device="phone") for n in range(2 * PER_SECOND - 10)]
     upload(app, batch)
-    # 30 new ones, then the first batch resent: the stamps run two seconds past the last one
-    # stored.
+    # 30 new ones, then the first batch resent (its actions are stored already).
     answer = upload(app, [play(5000 + n) for n in range(30)] + batch)
     upload(app, [play(9000, device="tablet")])  # another device, in the same second
 
@@ -483,14 +484,17 @@ def test_an_upload_of_actions_stored_already_answers_a_timestamp_later_uploads_c
 def test_deleting_the_newest_actions_does_not_let_later_ones_be_stamped_before_them(
     app, alice, clock
 ):
-    """A first sync runs ahead of the clock; deleting the subscription whose actions were the
-    newest must not move the received seconds back behind a timestamp already answered."""
+    """A web machine whose clock runs ahead stamps the newest actions; deleting the
+    subscription they belong to must not move the received seconds back behind a timestamp
+    already answered, where a machine whose clock is right would stamp the next ones."""
     sub = subscribe(alice, FEED)
     upload(app, [play(n, feed="https://kept.example.com/f") for n in range(400)])
-    upload(app, [play(n) for n in range(2 * ACTIONS_PER_SECOND)])  # two seconds ahead
+    clock.advance(seconds=3)
+    upload(app, [play(n) for n in range(2 * PER_SECOND)])  # three seconds ahead
     answer = download(app, since=int(clock.now.timestamp()) + 1)
     deletion = deletions.deletion_request(user=alice, guid=sub.guid)
     assert deletions.deletion_process(deletion_id=deletion.pk) == "SUCCESS"
+    clock.advance(seconds=-3)
 
     upload(app, [play(9999, feed="https://kept.example.com/f")])
 

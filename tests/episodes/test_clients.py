@@ -25,7 +25,6 @@ import requests
 from mygpoclient import api, util
 
 from episodes.models import EpisodeAction
-from episodes.received import ACTIONS_PER_SECOND
 from tests.episodes.helpers import store_received
 from tests.gpodder.conftest import PASSWORD
 from tests.gpodder.test_client_replays import TIMEOUT
@@ -34,6 +33,8 @@ from tests.gpodder.test_client_replays import AntennaPod as AntennaPodSubscripti
 pytestmark = pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
 
 FEED = "https://feeds.example.com/show.xml"
+# Actions stored per second of a history made up for a test.
+PER_SECOND = 500
 # How AntennaPod's SimpleDateFormat and Kasts' QDateTime::fromString read a timestamp.
 APP_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
 
@@ -273,22 +274,22 @@ def test_a_phone_offline_since_yesterday_reaches_a_device_that_pulled_since(live
     assert seen[0]["timestamp"] == yesterday.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def test_antennapod_uploading_after_one_page_still_reads_the_other_pages(live_server, alice):
-    """Its first download is cut short at 1,000 actions; it then uploads its played episodes
-    and keeps that upload's timestamp. It must not skip the pages it has not read."""
+def test_a_new_antennapod_learns_a_20000_action_history_in_one_sync(live_server, alice):
+    """AntennaPod reads one download per sync: the whole history comes in it, and the upload
+    after it (whose timestamp it keeps) skips nothing another app sent meanwhile."""
     start = (datetime.now(UTC) - timedelta(days=3)).replace(microsecond=0)
-    seconds = [s for s in range(5) for _ in range(ACTIONS_PER_SECOND)]  # gPodder's history
+    seconds = [s for s in range(40) for _ in range(PER_SECOND)]  # gPodder's history
     store_received(alice, seconds, start, first=1000)
     phone = AntennaPod(live_server.url, "alice", "phone")
     phone.login()
 
     seen = phone.episode_sync([antennapod_play(n, datetime.now(UTC)) for n in range(40)])
-    assert len(seen) == 1000
-    for _ in range(5):  # its next rounds, each one download
-        seen += phone.episode_sync([])
 
-    history = {episode(1000 + i) for i in range(len(seconds))}
-    assert history <= {a["episode"] for a in seen}
+    assert len(seen) == 20_000
+    assert {a["episode"] for a in seen} == {episode(1000 + i) for i in range(len(seconds))}
+    assert phone.uploads == 2  # its 40 plays, in batches of 30
+    later = phone.episode_sync([])  # its next round: its own plays again at most
+    assert all(a["device"] == "phone" for a in later)
 
 
 # --- Kasts ---------------------------------------------------------------------------------------
@@ -323,11 +324,11 @@ def test_kasts_first_sync_is_aggregated_and_later_rounds_see_the_phone(live_serv
     assert (episode(4), 77) in [(a["episode"], a.get("position")) for a in later]
 
 
-def test_kasts_reads_a_long_history_page_by_page_to_the_end(live_server, alice):
+def test_a_new_kasts_learns_a_20000_action_history_in_one_download(live_server, alice):
     start = (datetime.now(UTC) - timedelta(days=3)).replace(microsecond=0)
-    seconds = [s for s in range(7) for _ in range(ACTIONS_PER_SECOND)]
+    seconds = [s for s in range(40) for _ in range(PER_SECOND)]
     store_received(alice, seconds, start)
     kasts = Kasts(live_server.url, "alice", "kasts")
     seen = kasts.episode_sync([])
     assert {a["episode"] for a in seen} == {episode(i) for i in range(len(seconds))}
-    assert kasts.downloads in (4, 5)
+    assert kasts.downloads == 1

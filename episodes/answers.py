@@ -1,0 +1,43 @@
+"""An episode download's answer, `{"actions": [...], "timestamp": T}`, on the gpodder API and
+the Nextcloud paths alike: one body when it is small (an app's every sync), written a piece at a
+time as it is read when it is not (a new phone's first sync of a long history), so a web
+process's memory stays flat whatever its size."""
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+import orjson
+from django.http import HttpResponse, StreamingHttpResponse
+
+from episodes.actions import action_body
+
+# Actions written in one piece of an answer.
+PIECE = 1000
+
+
+def actions_answer(
+    rows: Iterable[Any], timestamp: int, *, with_device: bool = True
+) -> HttpResponse | StreamingHttpResponse:
+    """The answer of `rows` (read as it is written) and `timestamp`; `with_device`: each action
+    names its device (the gpodder API), or not (the Nextcloud paths)."""
+    rows = iter(rows)
+    first = list(islice(rows, PIECE))
+    if len(first) < PIECE:
+        actions = [action_body(row, with_device=with_device) for row in first]
+        body = orjson.dumps({"actions": actions, "timestamp": timestamp})
+        return HttpResponse(body, content_type="application/json")
+    pieces = _pieces(first, rows, timestamp, with_device)
+    return StreamingHttpResponse(pieces, content_type="application/json")
+
+
+def _pieces(
+    first: list[Any], rest: Iterator[Any], timestamp: int, with_device: bool
+) -> Iterator[bytes]:
+    yield b'{"actions":['
+    piece, separator = first, b""
+    while piece:
+        actions = [orjson.dumps(action_body(row, with_device=with_device)) for row in piece]
+        yield separator + b",".join(actions)
+        piece, separator = list(islice(rest, PIECE)), b","
+    yield b'],"timestamp":%d}' % timestamp
