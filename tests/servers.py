@@ -40,6 +40,7 @@ class Server:
     host: str
     port: int
     process_dir: Path
+    durable: bool = False  # PostgreSQL's own fsync, synchronous_commit and full_page_writes
 
 
 def _as_postgres() -> list[str]:
@@ -48,10 +49,10 @@ def _as_postgres() -> list[str]:
 
 def postgres_start(server: Server) -> None:
     """Start (or start again) the server's PostgreSQL, on its port and data folder."""
-    options = (
-        f"-p {server.port} -k {server.process_dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-    )
+    options = f"-p {server.port} -k {server.process_dir} -c listen_addresses=127.0.0.1 "
+    if not server.durable:
+        options += "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+    options += "-c max_connections=200"
     subprocess.run(
         [*_as_postgres(), _pg_bin("pg_ctl"), "-D", str(server.process_dir / "data"), "-o", options,
          "-l", str(server.process_dir / "log"), "-w", "-t", "60", "start"],
@@ -73,7 +74,9 @@ def postgres_stop(server: Server) -> None:
 
 
 @contextmanager
-def postgres() -> Iterator[Server]:
+def postgres(durable: bool = False) -> Iterator[Server]:
+    """A new PostgreSQL, fast and not crash-safe (fsync, synchronous_commit and
+    full_page_writes off) unless `durable`: then with PostgreSQL's defaults for those three."""
     base = Path(tempfile.mkdtemp(prefix="opa-pg-"))
     as_user: list[str] = []
     if os.geteuid() == 0:
@@ -87,7 +90,7 @@ def postgres() -> Iterator[Server]:
         capture_output=True,
         timeout=120,
     )  # fmt: skip
-    server = Server("127.0.0.1", port, base)
+    server = Server("127.0.0.1", port, base, durable)
     postgres_start(server)
     try:
         yield server
