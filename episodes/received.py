@@ -2,6 +2,7 @@
 the lock that keeps it true while a download is read."""
 
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -76,5 +77,33 @@ def lock_and_stamp(user_id: int, now: datetime) -> datetime:
         " RETURNING second",
         [user_id, second, *params],
         _CLOCK_COLUMNS,
+    )
+    return rows[0][0]
+
+
+# The stamp, in insert_stamped's statement: what an upload's rows take as their received second.
+STAMPED = "(SELECT second FROM stamp)"
+
+
+def insert_stamped(user_id: int, now: datetime, insert: tuple[str, list[Any]]) -> datetime:
+    """PostgreSQL: lock_and_stamp and `insert` (whose rows take STAMPED as their received
+    second) in one statement, which commits on its own when no transaction is open: an upload
+    is one round trip. Returns the stamp.
+
+    The stamp is `now` advanced by the time the statement took until then (the database's own
+    clock, which only measures the wait: no other machine's clock is read), so that waiting for
+    a download's lock never leaves it behind the clock that download answered from.
+    """
+    query, params = insert
+    rows = sql.fetch(
+        "WITH held AS (SELECT pg_advisory_xact_lock(%s, %s)),"
+        f" stamp AS (INSERT INTO {_CLOCK} AS c (user_id, second)"
+        " SELECT %s, date_trunc('second', %s + (clock_timestamp() - statement_timestamp()))"
+        " FROM held ON CONFLICT (user_id)"
+        " DO UPDATE SET second = GREATEST(c.second, excluded.second) RETURNING second),"
+        f" added AS ({query}) SELECT second FROM stamp",
+        [_EPISODE_WRITES, user_id, user_id, sql.param(_SECOND, now), *params],
+        _CLOCK_COLUMNS,
+        prepare=True,
     )
     return rows[0][0]

@@ -6,13 +6,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from core import clock
 from core.db import sql
 from episodes.actions import SentAction, episode_sanitized, identity
 from episodes.models import EpisodeAction
-from episodes.received import latest_received, lock_and_stamp, lock_episode_writes
+from episodes.received import (
+    STAMPED,
+    insert_stamped,
+    latest_received,
+    lock_and_stamp,
+    lock_episode_writes,
+)
 from gpodder.feedurls import sanitized
 from gpodder.services import devices_touch
 from gpodder.sync import sync_timestamp
@@ -69,22 +75,37 @@ def actions_upload(
     columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
     for action, podcast, episode in usable:
         _add_row(columns, action, podcast, episode, now, devices)
-    with transaction.atomic():
-        latest: datetime | None
-        if usable:
-            latest = lock_and_stamp(user.pk, clock.now())
-            # A download that held the lock answered a timestamp from its own clock, which the
-            # time read before waiting for it may be behind: stamped again with the clock read
-            # after, when that moved on to a later second (only when the lock was waited for).
-            after = clock.now()
-            if after.replace(microsecond=0) > latest:
-                latest = lock_and_stamp(user.pk, after)
-            columns["received"] = [latest] * len(usable)
-            sql.insert(EpisodeAction, columns, same={"user": user.pk}, ignore_conflicts=True)
-        else:
-            lock_episode_writes(user.pk)
-            latest = latest_received(user.pk)
+    latest: datetime | None
+    if usable and connection.vendor == "postgresql":
+        statement = sql.insert_statement(
+            EpisodeAction,
+            columns,
+            same={"user": user.pk},
+            computed={"received": STAMPED},
+            ignore_conflicts=True,
+        )
+        latest = insert_stamped(user.pk, clock.now(), statement)
         timestamp = sync_timestamp(latest)
+    else:
+        with transaction.atomic():
+            if usable:
+                latest = lock_and_stamp(user.pk, clock.now())
+                # A download that held the lock answered a timestamp from its own clock, which
+                # the time read before waiting for it may be behind: stamped again with the
+                # clock read after, when that moved on to a later second.
+                after = clock.now()
+                if after.replace(microsecond=0) > latest:
+                    latest = lock_and_stamp(user.pk, after)
+                sql.insert(
+                    EpisodeAction,
+                    {**columns, "received": [latest] * len(usable)},
+                    same={"user": user.pk},
+                    ignore_conflicts=True,
+                )
+            else:
+                lock_episode_writes(user.pk)
+                latest = latest_received(user.pk)
+            timestamp = sync_timestamp(latest)
     if read_up_to is not None:
         # AntennaPod and Kasts keep an upload's timestamp as their next `since`, in place of
         # the one their download before was answered: a later one would skip what others
@@ -100,7 +121,6 @@ _COLUMNS = (
     "episode",
     "action",
     "timestamp",
-    "received",
     "guid",
     "started",
     "position",

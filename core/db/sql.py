@@ -165,29 +165,23 @@ def _model_column(model: type[Model], name: str) -> tuple[Field, str]:
     return field, connection.ops.quote_name(field.column)
 
 
-def insert(
+def insert_statement(
     model: type[Model],
     columns: Mapping[str, Sequence[Any]],
     *,
     same: Mapping[str, Any],
-    returning: Sequence[str] = (),
+    computed: Mapping[str, str] | None = None,
     ignore_conflicts: bool = False,
-) -> list[tuple[Any, ...]]:
-    """Insert one row per position of the lists in `columns` (field name: values), every row
-    with the values of `same` too, in one statement; return `returning`'s fields of each row,
-    in no particular order. `ignore_conflicts`: a row that would break a unique constraint is
-    left out (and not returned), the others are inserted.
-
-    Values must be of their fields' Python types: they are converted only as far as the
-    database needs (not validated).
-    """
-    if not columns:
-        raise ValueError("insert() needs at least one column that varies")
-    if not len(next(iter(columns.values()))):
-        return []
+) -> tuple[str, list[Any]]:
+    """insert()'s statement and parameters, for a caller that runs it within a statement of
+    its own (a data-modifying WITH); `computed`: columns given by an SQL expression, the same
+    for every row."""
     constants = [(*_model_column(model, name), value) for name, value in same.items()]
     varying = [(*_model_column(model, name), values) for name, values in columns.items()]
-    names = ", ".join(column for _, column, _ in [*constants, *varying])
+    expressions = [(_model_column(model, name)[1], sql) for name, sql in (computed or {}).items()]
+    names = ", ".join(
+        [column for _, column, _ in [*constants, *varying]] + [column for column, _ in expressions]
+    )
     params = [param(field, value) for field, _, value in constants]
     if connection.vendor == "postgresql":
         selected = [f"%s::{_cast_type(field)}" for field, _, _ in constants]
@@ -202,15 +196,42 @@ def insert(
         source = "json_each(%s)"
         rows = zip(*(_params(field, values) for field, _, values in varying), strict=True)
         params.append(_json(list(rows)))
+    selected += [sql for _, sql in expressions]
     table = connection.ops.quote_name(model._meta.db_table)
     query = f"INSERT INTO {table} ({names}) SELECT {', '.join(selected)} FROM {source}"
     if ignore_conflicts:
         # SQLite would read ON as the start of a join's condition without the WHERE.
         query += " WHERE true ON CONFLICT DO NOTHING"
+    return query, params
+
+
+def insert(
+    model: type[Model],
+    columns: Mapping[str, Sequence[Any]],
+    *,
+    same: Mapping[str, Any],
+    returning: Sequence[str] = (),
+    ignore_conflicts: bool = False,
+    prepare: bool = False,
+) -> list[tuple[Any, ...]]:
+    """Insert one row per position of the lists in `columns` (field name: values), every row
+    with the values of `same` too, in one statement; return `returning`'s fields of each row,
+    in no particular order. `ignore_conflicts`: a row that would break a unique constraint is
+    left out (and not returned), the others are inserted.
+
+    Values must be of their fields' Python types: they are converted only as far as the
+    database needs (not validated). `prepare`: the statement is the same whatever the rows (on
+    PostgreSQL, arrays of any length), so a connection plans it once (core.db.postgresql).
+    """
+    if not columns:
+        raise ValueError("insert() needs at least one column that varies")
+    if not len(next(iter(columns.values()))):
+        return []
+    query, params = insert_statement(model, columns, same=same, ignore_conflicts=ignore_conflicts)
     if not returning:
-        with _cursor() as cursor:
+        with _cursor(prepare=prepare) as cursor:
             cursor.execute(query, params)
         return []
     wanted = [_model_column(model, name) for name in returning]
     query += " RETURNING " + ", ".join(column for _, column in wanted)
-    return fetch(query, params, Columns(*(field for field, _ in wanted)))
+    return fetch(query, params, Columns(*(field for field, _ in wanted)), prepare=prepare)
