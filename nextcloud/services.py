@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachetools import LRUCache
+from django.db import connection
 
 from accounts.models import AppPassword
+from core.db import sql
 from core.db.hints import unflushed
 from core.exceptions import NotAuthorized
 from episodes import services as episodes
@@ -82,9 +84,31 @@ def request_device(*, user: Any, app_password_id: int | None) -> Device:
     return devices_touch(user=user, device_ids=[device_id])[device_id]
 
 
+_READ = ActionsRead._meta.db_table
+_DEVICES = Device._meta.db_table
+_UP_TO = sql.Columns(ActionsRead._meta.get_field("up_to"))
+
+
 def _read_up_to(*, user: Any, device_id: str) -> int | None:
-    found = ActionsRead.objects.filter(device__user=user, device__device_id=device_id)
-    return found.values_list("up_to", flat=True).first()
+    """Where the device's last download read: a prepared lookup by the device's key, on every
+    sync (core.db.sql)."""
+    rows = sql.fetch(
+        f"SELECT r.up_to FROM {_DEVICES} d JOIN {_READ} r ON r.device_id = d.id"
+        " WHERE d.user_id = %s AND d.device_id = %s",
+        [user.pk, device_id],
+        _UP_TO,
+        prepare=True,
+    )
+    return rows[0][0] if rows else None
+
+
+def _remember_read_up_to(device: Device, up_to: int) -> None:
+    with unflushed(), connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_READ} (device_id, up_to) VALUES (%s, %s)"
+            " ON CONFLICT (device_id) DO UPDATE SET up_to = excluded.up_to",
+            [device.pk, up_to],
+        )
 
 
 @dataclass(frozen=True)
@@ -104,13 +128,7 @@ def actions_download(*, user: Any, device: Device, since: int) -> Download:
     read_up_to = _read_up_to(user=user, device_id=device.device_id)
     point = read_point(user_id=user.pk)
     if read_up_to != point.settled:
-        with unflushed():
-            ActionsRead.objects.bulk_create(
-                [ActionsRead(device=device, up_to=point.settled)],
-                update_conflicts=True,
-                unique_fields=["device"],
-                update_fields=["up_to"],
-            )
+        _remember_read_up_to(device, point.settled)
     start = since if read_up_to is None else min(since, read_up_to)
     return Download(since=start, timestamp=point.timestamp)
 
