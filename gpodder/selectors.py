@@ -2,10 +2,10 @@
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Field, OuterRef, QuerySet, Subquery
 
 from core.db import sql
 from gpodder.models import Device, DeviceFeed
@@ -82,6 +82,9 @@ _CHANGES = {
     """
     for vendor, spelled in _SPELLED.items()
 }
+# The generated column's own type: the GeneratedField prepares no value, and SQLite would compare
+# a time written with its zone as text with the stored ones, and find none of the same second.
+_CHANGED = cast(Field, Subscription._meta.get_field("changed").output_field)
 _CHANGES_COLUMNS = sql.Columns(
     Subscription._meta.get_field("feed_url"),
     Subscription._meta.get_field("is_subscribed"),
@@ -94,7 +97,7 @@ def subscription_changes(*, user: Any, device: Device, since: int) -> list[Answe
     """The user's subscriptions whose state changed at or after `since` (whole seconds since the
     epoch), in creation order, as `device` is answered them. Written out: an app's sync makes
     it every few minutes (core.db.sql)."""
-    when = sql.param(Subscription._meta.get_field("changed"), datetime.fromtimestamp(since, UTC))
+    when = sql.param(_CHANGED, datetime.fromtimestamp(since, UTC))
     rows = sql.fetch(_CHANGES[connection.vendor], [device.pk, user.pk, when], _CHANGES_COLUMNS)
     return [
         Answered(spelled or url, spelled is not None, subscribed and deleted is None)
