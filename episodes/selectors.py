@@ -60,7 +60,7 @@ class ReadPoint(NamedTuple):
     settled: int  # the same guarantee, moving only when an action came (settled_timestamp)
 
 
-def read_point(*, user_id: int) -> ReadPoint:
+def read_point(*, user_id: int, kept: int | None = None) -> ReadPoint:
     """The timestamp a download answers, for actions read after it: every action not yet
     committed when it is taken is stamped at or after it + 1, so a read that follows misses none
     before it (one committed meanwhile comes again next time, which is harmless).
@@ -68,10 +68,11 @@ def read_point(*, user_id: int) -> ReadPoint:
     Taken while the user's uploads are held (episodes.received.hold_episode_writes): the clock
     it reads must not run on past one that stamps its actions meanwhile. The actions themselves
     are read after, outside that transaction, however long the answer takes to write.
+    `kept`: the settled timestamp answered before, kept while the user has no action.
     """
     with transaction.atomic():
         latest = hold_episode_writes(user_id)
-        return ReadPoint(sync_timestamp(latest), settled_timestamp(latest))
+        return ReadPoint(sync_timestamp(latest), settled_timestamp(latest, kept=kept))
 
 
 def actions_since(

@@ -239,7 +239,8 @@ def subscription_pull(*, user: Any, device: Device, since: int) -> Changes:
     """
     now = clock.now()
     with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
-        timestamp = settled_timestamp(hold_user_writes(user.pk), now=now)
+        latest = hold_user_writes(user.pk)
+        timestamp = settled_timestamp(latest, now=now, kept=device.pulled_up_to)
         answered = selectors.subscription_changes(user=user, device=device, since=since)
     _remember_answered(user=user, device=device, answered=answered)
     if device.pulled_up_to != timestamp:  # only when something changed (gpodder.sync)

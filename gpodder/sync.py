@@ -29,16 +29,19 @@ def sync_timestamp(latest_change: datetime | None, *, now: datetime | None = Non
     return math.floor(base.timestamp()) - 1
 
 
-def settled_timestamp(latest_change: datetime | None, *, now: datetime | None = None) -> int:
+def settled_timestamp(
+    latest_change: datetime | None, *, now: datetime | None = None, kept: int | None = None
+) -> int:
     """sync_timestamp, or once the latest change is older than that, the second after it: every
     later change is stamped at or after it + 1 still, and the answer stays the same until the
     next change, so a device's read point (gpodder.services.subscription_pull,
-    nextcloud.services.actions_download) is written only when something changed.
+    nextcloud.services.actions_download) is written only when something changed. While nothing
+    was ever changed, the one answered before (`kept`) stays: every change comes after it.
 
     Not for an episode download's answer: Kasts downloads again while the timestamp it is
     answered is more than 10 s behind its clock.
     """
     moving = sync_timestamp(latest_change, now=now)
     if latest_change is None:
-        return moving
+        return moving if kept is None else min(moving, kept)
     return min(moving, math.floor(latest_change.timestamp()) + 1)

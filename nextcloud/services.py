@@ -126,7 +126,7 @@ def actions_download(*, user: Any, device: Device, since: int) -> Download:
     account nobody changed writes nothing.
     """
     read_up_to = _read_up_to(user=user, device_id=device.device_id)
-    point = read_point(user_id=user.pk)
+    point = read_point(user_id=user.pk, kept=read_up_to)
     if read_up_to != point.settled:
         _remember_read_up_to(device, point.settled)
     start = since if read_up_to is None else min(since, read_up_to)

@@ -122,3 +122,23 @@ def test_a_nextcloud_app_polling_an_account_nobody_changed_writes_nothing(
         # Kasts downloads again while the answer is over 10 s behind its clock: it keeps up.
         assert answer["timestamp"] >= (clock.now - timedelta(seconds=10)).timestamp()
         assert writes(captured) == []
+
+
+def test_an_account_with_nothing_yet_is_pulled_and_downloaded_without_writes(
+    phone: APIClient, alice: Any, clock: Any
+) -> None:
+    """No subscription and no action ever: the first answer stays, as every change comes
+    after it."""
+    app = nextcloud_client("alice")
+    first = body(phone.get(SUBSCRIPTIONS, {"since": 0}))["timestamp"]
+    body(app.get(f"{NEXTCLOUD}/episode_action", {"since": 0}))
+    for _ in range(3):
+        clock.advance(seconds=7)
+        with CaptureQueriesContext(connection) as captured:
+            assert body(phone.get(SUBSCRIPTIONS, {"since": first}))["timestamp"] == first
+            body(app.get(f"{NEXTCLOUD}/episode_action", {"since": first}))
+        assert writes(captured) == []
+    # The first change after them is found from that timestamp, and from the one after it.
+    phone.post(SUBSCRIPTIONS, {"add": [FEED], "remove": []}, format="json")
+    for since in (first, first + 1):
+        assert body(phone.get(SUBSCRIPTIONS, {"since": since}))["add"] == [FEED]
