@@ -101,6 +101,10 @@ class ReceivedClock(models.Model):
         related_name="episode_received_clock",
     )
     second = models.DateTimeField()
+    # No longer used (each upload takes one second now); kept, with a default in the database,
+    # for the web processes of the previous release during a rolling upgrade, which still
+    # read and write it. To be dropped by a later release.
+    used = models.PositiveIntegerField(db_default=0, editable=False)
 
     def __str__(self) -> str:
         return str(self.second)
