@@ -21,12 +21,14 @@ from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.exceptions import ValidationError
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from accounts.authentication import app_password_stands, current_user
+from accounts.authentication import AccountState, app_password_stands, current_user
 from accounts.services import app_authenticate
 from accounts.sessions import APP_PASSWORD_SESSION_KEY
 from accounts.throttles import count_login_attempt, refuse_while_throttled
@@ -54,10 +56,13 @@ class _Credentials:
             self._known = TTLCache(maxsize=10_000, ttl=settings.GPODDER_CREDENTIAL_CACHE_SECONDS)
         return self._known
 
-    def user(self, username: str, password: str) -> tuple[AbstractBaseUser, int | None] | None:
+    def user(
+        self, username: str, password: str, read: tuple[Any, AccountState] | None = None
+    ) -> tuple[AbstractBaseUser, int | None] | None:
         """The active user these credentials were verified for, if they still hold (the same
         username and password hash: a rename or a new password ends them; for an app password,
-        the app password still there), with the app password's id."""
+        the app password still there), with the app password's id. `read`: a user's id and
+        state read already (with the request's session), used when it is that user's."""
         if not settings.GPODDER_CREDENTIAL_CACHE_SECONDS:
             return None
         key = _digest(username, password)
@@ -66,7 +71,7 @@ class _Credentials:
         if known is None:
             return None
         user_id, password_hash, app_password_id = known
-        user = current_user(user_id)
+        user = current_user(user_id, read[1] if read is not None and read[0] == user_id else None)
         if (
             user is None
             or user.get_username() != username
@@ -147,6 +152,23 @@ class GpodderAuthentication(BaseAuthentication):
         return f'Basic realm="{settings.GPODDER_REALM}"'
 
 
+def _read_with_session(request: Request) -> tuple[Any, AccountState] | None:
+    """The user's id and state read with the request's app session, when it came with one (as
+    Kasts sends its cookie with Basic): the credentials' check then needs no lookup of its own,
+    and the session is read once either way (the view asks whether it is this user's)."""
+    session = getattr(request._request, "session", None)
+    if session is None or session.session_key is None:
+        return None
+    user_id = session.get(SESSION_KEY)  # reads the session
+    state = getattr(session, "account_state", None)
+    if user_id is None or state is None:
+        return None
+    try:
+        return get_user_model()._meta.pk.to_python(user_id), state
+    except ValidationError:
+        return None
+
+
 def basic_user(request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:
     """The user of Basic credentials (`encoded`: what follows "Basic "), and the id of the app
     password they are (None: the account's own password): remembered ones at once, others
@@ -155,7 +177,7 @@ def basic_user(request: Request, encoded: str) -> tuple[AbstractBaseUser, int | 
     authenticate with it too (docs/nextcloud.md)."""
     username, password = _basic_credentials(encoded)
     refuse_while_throttled(request, username)
-    known = credentials.user(username, password)
+    known = credentials.user(username, password, _read_with_session(request))
     if known is not None:
         return known
     found = app_authenticate(request._request, username=username, password=password)
