@@ -582,6 +582,7 @@ def bench_web(app: Gunicorn) -> None:
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
 
+    from accounts.sessions import BROWSER, SURFACE_SESSION_KEY
     from feedchecks.models import FeedCheck
     from subscriptions import feeds
     from subscriptions.services import AddEntry, subscription_add_many
@@ -602,6 +603,7 @@ def bench_web(app: Gunicorn) -> None:
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session[SURFACE_SESSION_KEY] = BROWSER  # signed in on the pages (accounts.sessions)
     session.create()
     cookie = f"Cookie: {settings.SESSION_COOKIE_NAME}={session.session_key}"
     connection = http.client.HTTPConnection("127.0.0.1", app.port, timeout=30)
