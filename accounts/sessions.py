@@ -141,9 +141,9 @@ class SessionStore(db.SessionStore):
         known = app_sessions.get(key) if key is not None else None
         if known is not None:
             remembered, expires = known
-            user_id = _user_id(remembered.get(SESSION_KEY))
+            user_id = session_user_id(remembered.get(SESSION_KEY))
             rows = sql.fetch(_SESSION_STATE_SQL(), [user_id, key], _STATE, prepare=True)
-            if rows and rows[0][0] == expires and expires > timezone.now():
+            if rows and rows[0][0] == expires:  # the same row, unchanged (get checked expiry)
                 if rows[0][1] is not None:
                     self.account_state = AccountState(*rows[0][1:])
                 return remembered
@@ -187,7 +187,7 @@ def _SESSION_STATE_SQL() -> str:
 _STATE = sql.Columns(Session._meta.get_field("expire_date"), None, None, None)
 
 
-def _user_id(value: Any) -> Any:
+def session_user_id(value: Any) -> Any:
     """A session's user id as the user model's key (None when it is not one)."""
     try:
         return get_user_model()._meta.pk.to_python(value)
@@ -200,7 +200,7 @@ def _app_user(request: HttpRequest) -> Any:
     session made under the account's current password), from this process's memory while the
     account's state is the same (accounts.authentication.current_user)."""
     session = request.session
-    user_id = _user_id(session[SESSION_KEY])
+    user_id = session_user_id(session[SESSION_KEY])
     if user_id is None:
         return AnonymousUser()
     remembered = current_user(user_id, getattr(session, "account_state", None))

@@ -16,26 +16,6 @@ _SECOND = ReceivedClock._meta.get_field("second")
 _CLOCK_COLUMNS = sql.Columns(_SECOND)
 
 
-def lock_episode_writes(user_id: int) -> None:
-    """Serialise the user's uploads, and keep downloads waiting, until the transaction ends.
-
-    The lock is its own statement: a query that waits for the lock reads what was committed
-    when it began, so it would miss the clock of the upload it waited for. (SQLite serialises
-    every transaction already.)
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_EPISODE_WRITES, user_id])
-
-
-def latest_received(user_id: int) -> datetime | None:
-    """The user's latest received second (None: no action yet)."""
-    rows = sql.fetch(
-        f"SELECT second FROM {_CLOCK} WHERE user_id = %s", [user_id], _CLOCK_COLUMNS, prepare=True
-    )
-    return rows[0][0] if rows else None
-
-
 def hold_episode_writes(user_id: int) -> datetime | None:
     """Wait until no upload of the user's is under way, and keep new ones waiting until the
     current transaction ends (or this statement, outside one); return the latest received
@@ -55,27 +35,14 @@ def hold_episode_writes(user_id: int) -> datetime | None:
     return rows[0][-1]
 
 
-def lock_and_stamp(user_id: int, now: datetime) -> datetime:
-    """lock_episode_writes, then the second an upload's actions are stamped with, the user's
-    clock moved to it: now's second, or the user's latest when that is later (a web machine
-    whose clock runs ahead stamped it), so that stamps never go back. In one statement: the
-    upsert reads the clock's latest committed value, the one of the upload it waited for too,
-    whatever the statement's snapshot.
-
-    The clock is kept apart from the actions, and moved by uploads whose actions were all
-    stored already too: deleting or resending actions never moves it back.
-    """
-    second = sql.param(_SECOND, now.replace(microsecond=0))
-    if connection.vendor == "postgresql":
-        source, params = "(SELECT pg_advisory_xact_lock(%s, %s)) held", [_EPISODE_WRITES, user_id]
-        later = "GREATEST"
-    else:
-        source, params, later = "(SELECT 1) held", [], "MAX"
+def stamp_received(user_id: int, now: datetime) -> datetime:
+    """SQLite (the embedded default, whose transactions take the database's write lock as they
+    begin, so nothing waits after `now` was read): the second an upload's actions are stamped
+    with, the user's clock moved to it, as insert_stamped does on PostgreSQL."""
     rows = sql.fetch(
-        f"INSERT INTO {_CLOCK} AS c (user_id, second) SELECT %s, %s FROM {source} WHERE true"
-        f" ON CONFLICT (user_id) DO UPDATE SET second = {later}(c.second, excluded.second)"
-        " RETURNING second",
-        [user_id, second, *params],
+        f"INSERT INTO {_CLOCK} AS c (user_id, second) VALUES (%s, %s) ON CONFLICT (user_id)"
+        " DO UPDATE SET second = MAX(c.second, excluded.second) RETURNING second",
+        [user_id, sql.param(_SECOND, now.replace(microsecond=0))],
         _CLOCK_COLUMNS,
     )
     return rows[0][0]
@@ -86,11 +53,19 @@ STAMPED = "(SELECT second FROM stamp)"
 
 
 def insert_stamped(user_id: int, now: datetime, insert: tuple[str, list[Any]]) -> datetime:
-    """PostgreSQL: lock_and_stamp and `insert` (whose rows take STAMPED as their received
-    second) in one statement, which commits on its own when no transaction is open: an upload
-    is one round trip. Returns the stamp.
+    """PostgreSQL: an upload in one statement, which commits on its own when no transaction is
+    open: the user's uploads serialised and downloads kept waiting until it commits (an
+    advisory lock, which hold_episode_writes shares); the second its actions are stamped with,
+    the user's clock moved to it; and `insert`, whose rows take STAMPED as their received
+    second. Returns the stamp.
 
-    The stamp is `now` advanced by the time the statement took until then (the database's own
+    The stamp is now's second, or the user's latest when that is later (a web machine whose
+    clock runs ahead stamped it), so stamps never go back; the upsert reads the clock's latest
+    committed value, the one of an upload it waited for too, whatever the statement's snapshot.
+    The clock is kept apart from the actions, and moved by uploads whose actions were all
+    stored already too: deleting or resending actions never moves it back.
+
+    `now` is advanced by the time the statement took until then (the database's own
     clock, which only measures the wait: no other machine's clock is read), so that waiting for
     a download's lock never leaves it behind the clock that download answered from.
     """

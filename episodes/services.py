@@ -12,13 +12,7 @@ from core import clock
 from core.db import sql
 from episodes.actions import SentAction, episode_sanitized, identity
 from episodes.models import EpisodeAction
-from episodes.received import (
-    STAMPED,
-    insert_stamped,
-    latest_received,
-    lock_and_stamp,
-    lock_episode_writes,
-)
+from episodes.received import STAMPED, hold_episode_writes, insert_stamped, stamp_received
 from gpodder.feedurls import sanitized
 from gpodder.services import devices_touch
 from gpodder.sync import sync_timestamp
@@ -89,22 +83,15 @@ def actions_upload(
     else:
         with transaction.atomic():
             if usable:
-                latest = lock_and_stamp(user.pk, clock.now())
-                # A download that held the lock answered a timestamp from its own clock, which
-                # the time read before waiting for it may be behind: stamped again with the
-                # clock read after, when that moved on to a later second.
-                after = clock.now()
-                if after.replace(microsecond=0) > latest:
-                    latest = lock_and_stamp(user.pk, after)
+                latest = stamp_received(user.pk, clock.now())
                 sql.insert(
                     EpisodeAction,
                     {**columns, "received": [latest] * len(usable)},
                     same={"user": user.pk},
                     ignore_conflicts=True,
                 )
-            else:
-                lock_episode_writes(user.pk)
-                latest = latest_received(user.pk)
+            else:  # nothing stored: the answer is a download's
+                latest = hold_episode_writes(user.pk)
             timestamp = sync_timestamp(latest)
     if read_up_to is not None:
         # AntennaPod and Kasts keep an upload's timestamp as their next `since`, in place of

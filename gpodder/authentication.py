@@ -21,16 +21,15 @@ from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.exceptions import ValidationError
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from accounts.authentication import AccountState, app_password_stands, current_user
 from accounts.services import app_authenticate
-from accounts.sessions import APP_PASSWORD_SESSION_KEY
+from accounts.sessions import APP_PASSWORD_SESSION_KEY, session_user_id
 from accounts.throttles import count_login_attempt, refuse_while_throttled
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -159,14 +158,11 @@ def _read_with_session(request: Request) -> tuple[Any, AccountState] | None:
     session = getattr(request._request, "session", None)
     if session is None or session.session_key is None:
         return None
-    user_id = session.get(SESSION_KEY)  # reads the session
+    user_id = session_user_id(session.get(SESSION_KEY))  # reads the session
     state = getattr(session, "account_state", None)
     if user_id is None or state is None:
         return None
-    try:
-        return get_user_model()._meta.pk.to_python(user_id), state
-    except ValidationError:
-        return None
+    return user_id, state
 
 
 def basic_user(request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 
 from core.exceptions import InvalidInput
-from episodes.actions import actions_parsed, episode_sanitized, identity
-from episodes.models import ReceivedClock
-from episodes.received import lock_and_stamp
+from episodes.actions import SentAction, actions_parsed, episode_sanitized, identity
+from episodes.models import EpisodeAction, ReceivedClock
+from episodes.services import actions_upload
 from tests.factories import UserFactory
 
 PLAY = {"podcast": "https://a.example/feed", "episode": "https://a.example/1.mp3"}
@@ -192,26 +192,40 @@ def user(db: None) -> Any:
     return UserFactory()
 
 
-def test_actions_take_the_current_second(user):
-    assert lock_and_stamp(user.pk, NOW) == SECOND
+def stamped(user: Any, n: int, now: datetime, clock: Any) -> datetime:
+    """The received second of an upload of `n` actions at `now` (through the service, as an
+    app's upload is stored)."""
+    clock.now = now
+    actions = [
+        SentAction(PLAY["podcast"], f"https://a.example/{now}/{i}.mp3", "download", None, None, "")
+        for i in range(n)
+    ]
+    actions_upload(user=user, actions=actions)
+    found = EpisodeAction.objects.filter(episode__startswith=f"https://a.example/{now}/")
+    [second] = set(found.values_list("received", flat=True))
+    return second
+
+
+def test_actions_take_the_current_second(user, clock):
+    assert stamped(user, 3, NOW, clock) == SECOND
     assert ReceivedClock.objects.get(user=user).second == SECOND
 
 
-def test_a_whole_upload_takes_one_second_however_large(user):
+def test_a_whole_upload_takes_one_second_however_large(user, clock):
     """Answers are whole (no page to cut between seconds): a first sync's thousands of actions
     are not stamped ahead of the clock, where every device's next downloads would read them
     again until the clock caught up."""
-    assert lock_and_stamp(user.pk, NOW) == SECOND
-    assert lock_and_stamp(user.pk, NOW) == SECOND
+    assert stamped(user, 1200, NOW, clock) == SECOND
+    assert stamped(user, 1, NOW, clock) == SECOND
 
 
-def test_stamps_never_go_back_even_when_the_clock_does(user):
+def test_stamps_never_go_back_even_when_the_clock_does(user, clock):
     latest = SECOND + timedelta(seconds=10)  # a web machine whose clock runs ahead
-    lock_and_stamp(user.pk, latest)
-    assert lock_and_stamp(user.pk, NOW) == latest
+    stamped(user, 1, latest, clock)
+    assert stamped(user, 1, NOW, clock) == latest
     assert ReceivedClock.objects.get(user=user).second == latest
 
 
-def test_an_older_latest_second_does_not_count(user):
-    lock_and_stamp(user.pk, NOW - timedelta(seconds=1))
-    assert lock_and_stamp(user.pk, NOW) == SECOND
+def test_an_older_latest_second_does_not_count(user, clock):
+    stamped(user, 1, NOW - timedelta(seconds=1), clock)
+    assert stamped(user, 1, NOW, clock) == SECOND
