@@ -7,6 +7,7 @@ what the ORM would, for the few queries that need it: values go in and come out 
 the fields' own, and on PostgreSQL a list of rows is a few array parameters the server binds.
 """
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -176,33 +177,58 @@ def insert_statement(
     """insert()'s statement and parameters, for a caller that runs it within a statement of
     its own (a data-modifying WITH); `computed`: columns given by an SQL expression, the same
     for every row."""
-    constants = [(*_model_column(model, name), value) for name, value in same.items()]
-    varying = [(*_model_column(model, name), values) for name, values in columns.items()]
-    expressions = [(_model_column(model, name)[1], sql) for name, sql in (computed or {}).items()]
-    names = ", ".join(
-        [column for _, column, _ in [*constants, *varying]] + [column for column, _ in expressions]
+    query = _insert_text(
+        model,
+        tuple(same),
+        tuple(columns),
+        tuple((computed or {}).items()),
+        ignore_conflicts,
+        connection.vendor,
     )
-    params = [param(field, value) for field, _, value in constants]
+    params = [param(_model_column(model, name)[0], value) for name, value in same.items()]
+    varying = [(_model_column(model, name)[0], values) for name, values in columns.items()]
     if connection.vendor == "postgresql":
-        selected = [f"%s::{_cast_type(field)}" for field, _, _ in constants]
-        selected += [f"u.c{i}" for i in range(len(varying))]
-        arrays = ", ".join(f"%b::{_cast_type(field)}[]" for field, _, _ in varying)
-        aliases = ", ".join(f"c{i}" for i in range(len(varying)))
+        params += [list(_params(field, values)) for field, values in varying]
+    else:
+        rows = zip(*(_params(field, values) for field, values in varying), strict=True)
+        params.append(_json(list(rows)))
+    return query, params
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_text(
+    model: type[Model],
+    same: tuple[str, ...],
+    varying: tuple[str, ...],
+    computed: tuple[tuple[str, str], ...],
+    ignore_conflicts: bool,
+    vendor: str,
+) -> str:
+    """insert_statement's text, which depends only on the names of its columns: an upload of
+    one play builds it once per process, not once per request."""
+    constants = [_model_column(model, name) for name in same]
+    changing = [_model_column(model, name) for name in varying]
+    expressions = [(_model_column(model, name)[1], text) for name, text in computed]
+    names = ", ".join(
+        [column for _, column in [*constants, *changing]] + [column for column, _ in expressions]
+    )
+    if vendor == "postgresql":
+        selected = [f"%s::{_cast_type(field)}" for field, _ in constants]
+        selected += [f"u.c{i}" for i in range(len(changing))]
+        arrays = ", ".join(f"%b::{_cast_type(field)}[]" for field, _ in changing)
+        aliases = ", ".join(f"c{i}" for i in range(len(changing)))
         source = f"unnest({arrays}) AS u({aliases})"
-        params += [list(_params(field, values)) for field, _, values in varying]
     else:
         selected = ["%s"] * len(constants)
-        selected += [f"json_extract(value, '$[{i}]')" for i in range(len(varying))]
+        selected += [f"json_extract(value, '$[{i}]')" for i in range(len(changing))]
         source = "json_each(%s)"
-        rows = zip(*(_params(field, values) for field, _, values in varying), strict=True)
-        params.append(_json(list(rows)))
-    selected += [sql for _, sql in expressions]
+    selected += [text for _, text in expressions]
     table = connection.ops.quote_name(model._meta.db_table)
     query = f"INSERT INTO {table} ({names}) SELECT {', '.join(selected)} FROM {source}"
     if ignore_conflicts:
         # SQLite would read ON as the start of a join's condition without the WHERE.
         query += " WHERE true ON CONFLICT DO NOTHING"
-    return query, params
+    return query
 
 
 def insert(
