@@ -1,16 +1,37 @@
-"""Staff view of the episode actions apps uploaded: read-only, newest first."""
+"""Staff view of the episode actions apps uploaded: read-only, newest first, each named by its
+episode's title in the feed's catalogue when a feed check has it."""
+
+from typing import Any
 
 from django.contrib import admin
+from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
+from django.http import HttpRequest
 
 from core.admin import ReadOnlyAdmin
 from episodes.models import EpisodeAction
+from feedchecks.catalogue import episode_title_sql
+from feedchecks.models import FeedEpisode
+
+# A title search looks at this many of the catalogue's episodes whose titles match.
+TITLE_SEARCH_EPISODES = 500
 
 
 @admin.register(EpisodeAction)
 class EpisodeActionAdmin(ReadOnlyAdmin):
-    """Read-only: actions are what the apps said; searchable by podcast URL, episode and user."""
+    """Read-only: actions are what the apps said; searchable by podcast URL, episode, episode
+    title and user."""
 
-    list_display = ["received", "user", "device", "action", "podcast", "episode", "position"]
+    list_display = [
+        "received",
+        "user",
+        "device",
+        "action",
+        "podcast",
+        "episode_title",
+        "episode",
+        "position",
+    ]
     list_filter = ["action"]
     search_fields = ["podcast", "episode", "=user__username"]
     list_select_related = ["user", "device"]
@@ -23,6 +44,7 @@ class EpisodeActionAdmin(ReadOnlyAdmin):
         "device",
         "podcast",
         "episode",
+        "episode_title",
         "guid",
         "action",
         "timestamp",
@@ -31,3 +53,40 @@ class EpisodeActionAdmin(ReadOnlyAdmin):
         "position",
         "total",
     )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[EpisodeAction]:
+        table = EpisodeAction._meta.db_table
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(episode_title=RawSQL(episode_title_sql(table), []))
+        )
+
+    @admin.display(description="episode title")
+    def episode_title(self, action: Any) -> str:
+        return getattr(action, "episode_title", None) or ""
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[EpisodeAction], search_term: str
+    ) -> tuple[QuerySet[EpisodeAction], bool]:
+        """Also the actions on episodes whose title in the catalogue holds the term: by the
+        episodes' guids and URL keys (an action then shows that title, or one of a namesake
+        episode of another feed)."""
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if not term:
+            return found, duplicates
+        episodes = FeedEpisode.objects.filter(title__icontains=term).values_list(
+            "guid", "url_key", "earlier_url_key"
+        )[:TITLE_SEARCH_EPISODES]
+        guids: set[str] = set()
+        keys: set[str] = set()
+        for guid, url_key, earlier in episodes:
+            guids.add(guid)
+            keys.update((url_key, earlier))
+        guids.discard("")
+        keys.discard("")
+        if not guids and not keys:
+            return found, duplicates
+        titled = queryset.filter(Q(guid__in=guids) | Q(episode_key__in=keys))
+        return found | titled, duplicates

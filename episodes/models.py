@@ -45,6 +45,11 @@ class EpisodeAction(models.Model):
     received = models.DateTimeField(
         help_text="When the service received it, to the second: what a download's since counts."
     )
+    episode_key = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the episode URL's matching key: how its name is found in the feed.",
+    )
     guid = models.CharField(max_length=2048, blank=True, help_text="The episode's guid, if sent.")
     started = models.PositiveIntegerField(null=True, blank=True)
     position = models.PositiveIntegerField(null=True, blank=True)

@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from core.admin import ReadOnlyAdmin
-from feedchecks.models import FeedCheck
+from feedchecks.models import FeedCheck, FeedEpisode
 
 
 @admin.register(FeedCheck)
@@ -26,12 +26,46 @@ class FeedCheckAdmin(ReadOnlyAdmin):
         "error",
         "guid",
         "new_url",
+        "title",
         "subscriptions",
+        "episodes",
     ]
     show_full_result_count = False
+
+    @admin.display(description="episodes")
+    def episodes(self, check: FeedCheck) -> str:
+        """The feed's episodes in the catalogue."""
+        url = reverse("admin:feedchecks_feedepisode_changelist")
+        return format_html(
+            '<a href="{}?{}">Episodes</a>', url, urlencode({"feed__id__exact": check.pk})
+        )
 
     @admin.display(description="subscriptions")
     def subscriptions(self, check: FeedCheck) -> str:
         """The subscriptions at or once at this URL, by the subscription admin's search."""
         url = reverse("admin:subscriptions_subscription_changelist")
         return format_html('<a href="{}?{}">Subscriptions</a>', url, urlencode({"q": check.url}))
+
+
+@admin.register(FeedEpisode)
+class FeedEpisodeAdmin(ReadOnlyAdmin):
+    """Read-only: each feed's episodes as its last check read them, searchable by title."""
+
+    list_display = ["title", "published", "duration", "url", "feed"]
+    list_select_related = ["feed"]
+    search_fields = ["title", "=guid", "url"]
+    ordering = ["-id"]
+    show_full_result_count = False
+    fields = readonly_fields = (
+        "feed",
+        "title",
+        "guid",
+        "url",
+        "link",
+        "published",
+        "duration",
+        "image_url",
+        "item_key",
+        "url_key",
+        "earlier_url_key",
+    )

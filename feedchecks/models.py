@@ -41,3 +41,58 @@ class FeedCheck(models.Model):
 
     def __str__(self) -> str:
         return self.url
+
+
+class FeedEpisode(models.Model):
+    """One episode of a feed, as its last successful check read it: the catalogue the pages name
+    episodes from (docs/web.md, "Episodes by name"). One row per (feed, item), changed in place
+    when the feed changes the item, and the newest FEED_EPISODES_KEPT of a feed kept.
+
+    An item is the same item from check to check by its guid, else by its enclosure URL's
+    matching key (`item_key`). An action finds its episode by the guid it names within the
+    podcast, else by its episode URL's key: the enclosure's now, or the one before the feed
+    last changed it (a tracking prefix added), so what was played under the old URL keeps its
+    name.
+    """
+
+    feed = models.ForeignKey(
+        FeedCheck, on_delete=models.CASCADE, related_name="episodes", help_text="The feed's check."
+    )
+    item_key = models.CharField(
+        max_length=64, help_text="SHA-256 of the item's guid, else of its enclosure URL's key."
+    )
+    guid = models.CharField(max_length=500, blank=True, help_text="The item's guid.")
+    title = models.CharField(max_length=500, blank=True)
+    url = models.CharField(max_length=2048, blank=True, help_text="The enclosure's URL.")
+    url_key = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the enclosure URL's matching key."
+    )
+    earlier_url_key = models.CharField(
+        max_length=64, blank=True, help_text="url_key before the feed last changed it."
+    )
+    link = models.CharField(max_length=2048, blank=True, help_text="The episode's web page.")
+    published = models.DateTimeField(null=True, blank=True)
+    duration = models.PositiveIntegerField(null=True, blank=True, help_text="In seconds.")
+    image_url = models.CharField(
+        max_length=2048, blank=True, help_text="The episode's own artwork."
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["feed", "item_key"], name="feedepisode_item_unique")
+        ]
+        indexes = [
+            # An action's match: by guid, else by its URL's key now or before, within the feed.
+            models.Index(fields=["feed", "guid"], name="feedepisode_guid_idx"),
+            models.Index(fields=["feed", "url_key"], name="feedepisode_url_idx"),
+            models.Index(
+                fields=["feed", "earlier_url_key"],
+                condition=~models.Q(earlier_url_key=""),
+                name="feedepisode_earlier_url_idx",
+            ),
+            # A podcast's latest episodes, and the newest kept when a check prunes.
+            models.Index(fields=["feed", "-published"], name="feedepisode_published_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.url

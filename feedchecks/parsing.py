@@ -6,6 +6,8 @@ entities), with defusedxml; then feedparser reads them from memory, so it never 
 itself.
 """
 
+import calendar
+import hashlib
 import html
 import io
 import re
@@ -13,6 +15,7 @@ import unicodedata
 import uuid
 import xml.sax
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import feedparser
 from defusedxml import DefusedXmlException
@@ -42,7 +45,27 @@ class UnsafeFeed(ValueError):
 
 
 MAX_TITLE_LENGTH = 500
+# A longer guid is no guid: the item is known by its enclosure URL instead.
+MAX_GUID_LENGTH = 500
+# The longest duration taken from a feed: a week (anything longer is a mistake).
+MAX_DURATION = 7 * 24 * 3600
 _TAG = re.compile(r"<[^>]*>")
+_DURATION = re.compile(r"(?:(?:(\d{1,3}):)?(\d{1,4}):)?(\d{1,7})(?:\.\d*)?")
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    """One episode of a feed: what the catalogue keeps ("" or None for what it lacks)."""
+
+    item_key: str  # the same item from check to check: FeedEpisode.item_key
+    guid: str
+    title: str
+    url: str
+    url_key: str
+    link: str
+    published: datetime | None
+    duration: int | None
+    image_url: str
 
 
 @dataclass(frozen=True)
@@ -55,6 +78,7 @@ class FeedIdentity:
     title: str = ""
     link: str = ""
     image_url: str = ""
+    episodes: tuple[FeedItem, ...] = ()
 
 
 def refuse_declarations(data: bytes) -> None:
@@ -77,8 +101,9 @@ def refuse_declarations(data: bytes) -> None:
             raise UnsafeFeed("The feed declares a DTD or entities: not read") from None
 
 
-def feed_identity(data: bytes) -> FeedIdentity:
+def feed_identity(data: bytes, *, episodes_kept: int = 0) -> FeedIdentity:
     """The identity a feed declares at channel level; None for what it lacks or gets wrong.
+    With its newest `episodes_kept` episodes (feed_items).
 
     Raises UnsafeFeed for a document with a DTD or entities.
     """
@@ -118,7 +143,78 @@ def feed_identity(data: bytes) -> FeedIdentity:
         )
         or web_url(channel.get("logo"))
         or web_url(channel.get("icon")),
+        episodes=feed_items(parsed.get("entries", []), kept=episodes_kept),
     )
+
+
+def feed_items(entries: list[dict], *, kept: int) -> tuple[FeedItem, ...]:
+    """The newest `kept` of a feed's items (by publication date, then as the feed lists them),
+    each once: an item named twice (a duplicated guid, or a guid-less enclosure twice) is the
+    first the feed lists. An item with neither a guid nor an enclosure URL cannot be matched
+    to anything an app sends, and is left out."""
+    items: dict[str, FeedItem] = {}
+    for entry in entries:
+        item = _feed_item(entry)
+        if item is not None and item.item_key not in items:
+            items[item.item_key] = item
+    listed = list(items.values())
+    dated = [item for item in listed if item.published is not None]
+    dated.sort(key=lambda item: item.published, reverse=True)  # type: ignore[arg-type,return-value]
+    undated = [item for item in listed if item.published is None]
+    return tuple([*dated, *undated][:kept])
+
+
+def _feed_item(entry: dict) -> FeedItem | None:
+    guid = entry.get("id")
+    guid = guid.strip() if isinstance(guid, str) else ""
+    if len(guid) > MAX_GUID_LENGTH or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in guid):
+        guid = ""
+    url = _enclosure(entry)
+    url_key = feeds.url_key_digest(url) if url else ""
+    if not guid and not url:
+        return None
+    key = "guid:" + guid if guid else "url:" + url_key
+    image = entry.get("image")
+    return FeedItem(
+        item_key=hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest(),
+        guid=guid,
+        title=plain_text(entry.get("title")),
+        url=url,
+        url_key=url_key,
+        link=web_url(entry.get("link")),
+        published=_published(entry.get("published_parsed") or entry.get("updated_parsed")),
+        duration=_duration(entry.get("itunes_duration")),
+        image_url=web_url(image.get("href") if isinstance(image, dict) else None),
+    )
+
+
+def _enclosure(entry: dict) -> str:
+    """The item's first enclosure with a usable URL (feedparser lists RSS enclosures and Atom
+    links with rel="enclosure" alike)."""
+    for enclosure in entry.get("enclosures") or []:
+        if isinstance(enclosure, dict) and (url := web_url(enclosure.get("href"))):
+            return url
+    return ""
+
+
+def _published(value: object) -> datetime | None:
+    """feedparser's date (a UTC struct_time), as an aware datetime; None for one out of range."""
+    try:
+        return datetime.fromtimestamp(calendar.timegm(value), UTC)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _duration(value: object) -> int | None:
+    """itunes:duration in seconds: "1:02:03", "62:03" or "3723" (fractions dropped)."""
+    if not isinstance(value, str):
+        return None
+    found = _DURATION.fullmatch(value.strip())
+    if found is None:
+        return None
+    hours, minutes, seconds = (int(part or 0) for part in found.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    return total if total <= MAX_DURATION else None
 
 
 def plain_text(value: object) -> str:

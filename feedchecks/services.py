@@ -25,6 +25,7 @@ from django.db.models import F, Q
 
 from core import clock
 from feedchecks import fetcher, parsing
+from feedchecks.catalogue import catalogue_store
 from feedchecks.models import FeedCheck
 from subscriptions import feeds
 from subscriptions.models import SubscriptionFeed
@@ -163,7 +164,7 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
             total_timeout=settings.FEED_FETCH_TIMEOUT,
             max_bytes=settings.FEED_FETCH_MAX_BYTES,
         )
-        identity = parsing.feed_identity(fetched.body)
+        identity = parsing.feed_identity(fetched.body, episodes_kept=settings.FEED_EPISODES_KEPT)
     except (fetcher.FetchError, parsing.UnsafeFeed) as exc:
         error = str(exc)
         result = FeedCheck.Result.ERROR
@@ -193,9 +194,12 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
     FeedCheck.objects.filter(key_digest=key_digest).update(
         checked=clock.now(), result=result, error=error, guid=guid, new_url=new_url, **described
     )
+    check = FeedCheck.objects.get(key_digest=key_digest)
     if result == FeedCheck.Result.ERROR:
         logger.info("Feed check of %s failed: %s", url, error)
-    return FeedCheck.objects.get(key_digest=key_digest)
+    else:  # a feed that cannot be read keeps the episodes it had
+        catalogue_store(feed_id=check.pk, items=identity.episodes, kept=settings.FEED_EPISODES_KEPT)
+    return check
 
 
 def _apply(check: FeedCheck, *, user_ids: list[int]) -> None:

@@ -79,6 +79,17 @@ def feed_key_digest(url: str) -> str:
     return hashlib.sha256(feed_key(url).encode()).hexdigest()
 
 
+def url_key_digest(url: str) -> str:
+    """feed_key_digest for any URL an app or a feed names, an episode's enclosure too: the same
+    spelling variants share it; a string that is not a URL at all (an app may name an episode
+    by its guid) has its own."""
+    try:
+        key = feed_key(url) if urlsplit(url).hostname else f"other:{url}"
+    except ValueError:  # a port or an IPv6 host that cannot be read
+        key = f"other:{url}"
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 # uuid.uuid5, from a hash already fed the namespace: making a new SHA-1 hash with OpenSSL 3 is
 # most of uuid5's time (bench/README.md, "subscriptions.feeds.computed_guid").
 _NAMESPACE_SHA1 = hashlib.sha1(PODCAST_NAMESPACE.bytes, usedforsecurity=False)

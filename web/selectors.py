@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from django.core.paginator import Page, Paginator
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Lower, NullIf
 
 from api.fields import format_timestamp
@@ -16,6 +17,8 @@ from core import clock
 from core.exceptions import NotFound
 from deletions.models import Deletion
 from episodes.models import EpisodeAction
+from feedchecks.catalogue import episode_match_sql, episode_title_sql, episodes_by_id
+from feedchecks.models import FeedEpisode
 from feedchecks.selectors import (
     subscriptions_with_feed_details,
     subscriptions_with_feed_title,
@@ -30,7 +33,24 @@ DEVICES_PER_PAGE = 50
 # The history page reads this many of the latest actions, and shows the latest of each episode.
 HISTORY_ACTIONS = 500
 HISTORY_EPISODES_PER_PODCAST = 10
+# A podcast's page lists this many of its newest episodes, with what was played where.
+PODCAST_EPISODES = 20
+# ... read from at most this many of the latest actions on them.
+PODCAST_EPISODE_ACTIONS = 500
 EXPORT_CHUNK = 2000
+_ACTIONS = EpisodeAction._meta.db_table
+
+
+def _with_episodes(actions: QuerySet[EpisodeAction]) -> list[EpisodeAction]:
+    """`actions`, each with `catalogued`: its episode in the feed's catalogue (None when the
+    feed check has nothing for it), in two queries however many there are."""
+    found: list[EpisodeAction] = list(
+        actions.annotate(catalogued_id=RawSQL(episode_match_sql(_ACTIONS), []))
+    )
+    episodes = episodes_by_id([getattr(action, "catalogued_id") for action in found])  # noqa: B009
+    for action in found:
+        action.catalogued = episodes.get(action.catalogued_id)  # type: ignore[attr-defined]
+    return found
 
 
 def _shown(subscriptions: QuerySet[Subscription]) -> QuerySet[Subscription]:
@@ -76,6 +96,15 @@ class PodcastDetail:
     feeds: list[SubscriptionFeed]
     deletions: list[Deletion]
     actions: list[EpisodeAction]
+    episodes: list["EpisodePlayed"] = field(default_factory=list)
+
+
+@dataclass
+class EpisodePlayed:
+    """One of a podcast's newest episodes, with the latest action on it from each device."""
+
+    episode: FeedEpisode
+    actions: list[EpisodeAction] = field(default_factory=list)
 
 
 def podcast_detail(*, user: Any, guid: uuid.UUID) -> PodcastDetail:
@@ -85,18 +114,47 @@ def podcast_detail(*, user: Any, guid: uuid.UUID) -> PodcastDetail:
     if sub is None:
         raise NotFound()
     feeds = list(SubscriptionFeed.objects.filter(subscription=sub).order_by("assigned", "id"))
-    actions = (
-        EpisodeAction.objects.filter(user=user, podcast_key__in=[feed.key_digest for feed in feeds])
-        .select_related("device")
-        .order_by("-timestamp", "-id")[: HISTORY_EPISODES_PER_PODCAST * 2]
+    keys = [feed.key_digest for feed in feeds]
+    on_podcast = EpisodeAction.objects.filter(user=user, podcast_key__in=keys).select_related(
+        "device"
     )
+    actions = on_podcast.order_by("-timestamp", "-id")[: HISTORY_EPISODES_PER_PODCAST * 2]
     return PodcastDetail(
         subscription=sub,
         guids=list(SubscriptionGuid.objects.filter(subscription=sub).order_by("assigned", "id")),
         feeds=feeds,
         deletions=list(Deletion.objects.filter(subscription=sub).order_by("-requested")[:5]),
-        actions=list(actions),
+        actions=_with_episodes(actions),
+        episodes=_episodes_played(keys=keys, on_podcast=on_podcast),
     )
+
+
+def _episodes_played(
+    *, keys: list[str], on_podcast: QuerySet[EpisodeAction]
+) -> list[EpisodePlayed]:
+    """The podcast's newest episodes in the catalogue of its feed URLs (`keys`), each with the
+    latest action of each device on it; in three queries."""
+    episodes = list(
+        FeedEpisode.objects.filter(feed__key_digest__in=keys).order_by("-published", "-id")[
+            :PODCAST_EPISODES
+        ]
+    )
+    if not episodes:
+        return []
+    guids = [e.guid for e in episodes if e.guid]
+    url_keys = [k for e in episodes for k in (e.url_key, e.earlier_url_key) if k]
+    # Those that may be on these episodes, by an index-friendly test; then matched exactly.
+    maybe = on_podcast.filter(Q(guid__in=guids) | Q(episode_key__in=url_keys)).order_by(
+        "-timestamp", "-id"
+    )[:PODCAST_EPISODE_ACTIONS]
+    played = {episode.pk: EpisodePlayed(episode=episode) for episode in episodes}
+    seen: set[tuple[int, int | None]] = set()
+    for action in maybe.annotate(catalogued_id=RawSQL(episode_match_sql(_ACTIONS), [])):
+        shown = played.get(action.catalogued_id)
+        if shown is not None and (shown.episode.pk, action.device_id) not in seen:
+            seen.add((shown.episode.pk, action.device_id))
+            shown.actions.append(action)
+    return list(played.values())
 
 
 def devices_page(*, user: Any, page: Any) -> Page[Device]:
@@ -120,10 +178,20 @@ class PodcastHistory:
     subscription: Subscription | None
     actions: list[EpisodeAction] = field(default_factory=list)
 
+    @property
+    def feed_title(self) -> str:
+        """The title of a podcast without a subscription, from the catalogue of an episode."""
+        for action in self.actions:
+            episode = getattr(action, "catalogued", None)
+            if episode is not None and episode.feed.title:
+                return str(episode.feed.title)
+        return ""
+
 
 def history(*, user: Any) -> list[PodcastHistory]:
-    """The latest action of each recent episode, by podcast, the podcast played last first."""
-    recent = (
+    """The latest action of each recent episode, by podcast, the podcast played last first;
+    each named from its feed's catalogue when the feed check has it."""
+    recent = _with_episodes(
         EpisodeAction.objects.filter(user=user)
         .select_related("device")
         .order_by("-timestamp", "-id")[:HISTORY_ACTIONS]
@@ -219,10 +287,12 @@ def everything(*, user: Any) -> Iterator[bytes]:
     yield b'],"episode_actions":['
     actions = (
         EpisodeAction.objects.filter(user=user)
+        .annotate(episode_title=RawSQL(episode_title_sql(_ACTIONS), []))
         .order_by("received", "id")
         .values_list(
             "podcast",
             "episode",
+            "episode_title",
             "guid",
             "action",
             "timestamp",
@@ -234,12 +304,22 @@ def everything(*, user: Any) -> Iterator[bytes]:
         )
     )
     first = True
-    for podcast, episode, guid, action, timestamp, received, device_id, *play in actions.iterator(
-        chunk_size=EXPORT_CHUNK
-    ):
+    for (
+        podcast,
+        episode,
+        title,
+        guid,
+        action,
+        timestamp,
+        received,
+        device_id,
+        *play,
+    ) in actions.iterator(chunk_size=EXPORT_CHUNK):
         item: dict[str, Any] = {
             "podcast": podcast,
             "episode": episode,
+            # The episode's name in its feed, when a feed check has it.
+            "episode_title": title or None,
             "action": action,
             "timestamp": _when(timestamp),
             "received": _when(received),

@@ -323,6 +323,11 @@ for _network in FEED_FETCH_ALLOWED_NETWORKS:  # a mistyped CIDR fails at start, 
 FEED_FETCH_CONNECT_TIMEOUT = env.float("FEED_FETCH_CONNECT_TIMEOUT", default=5.0)
 FEED_FETCH_TIMEOUT = env.float("FEED_FETCH_TIMEOUT", default=20.0)
 FEED_FETCH_MAX_BYTES = env.int("FEED_FETCH_MAX_BYTES", default=5 * 1024 * 1024)
+# A feed's newest this many episodes are kept, to name what apps played (docs/web.md, "Episodes
+# by name"): a feed of twenty years of daily episodes does not grow the catalogue without end.
+FEED_EPISODES_KEPT = env.int("FEED_EPISODES_KEPT", default=1000)
+if FEED_EPISODES_KEPT < 0:
+    raise ValueError("FEED_EPISODES_KEPT must be 0 (keep none) or more")
 
 # --- Celery ----------------------------------------------------------------------------------
 # Without REDIS_URL, tasks run in-process right after the commit that sent them.
