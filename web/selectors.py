@@ -318,13 +318,13 @@ def everything(*, user: Any) -> Iterator[bytes]:
         item: dict[str, Any] = {
             "podcast": podcast,
             "episode": episode,
-            # The episode's name in its feed, when a feed check has it.
-            "episode_title": title or None,
             "action": action,
             "timestamp": _when(timestamp),
             "received": _when(received),
             "device": device_id,
         }
+        if title:  # the episode's name in its feed, when a feed check has it
+            item["episode_title"] = title
         if guid:
             item["guid"] = guid
         if action == EpisodeAction.Action.PLAY:
