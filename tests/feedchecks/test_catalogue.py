@@ -285,7 +285,7 @@ def test_an_action_under_an_old_feed_url_finds_its_episode(checks, feed_server, 
 def test_another_users_feed_url_history_is_not_used(checks, feed_server, user, add):
     """Mallory's subscription moved from her URL to the show's: alice's actions on mallory's
     old URL are not named from the show (each user's own URL history only)."""
-    mallory = UserFactory()
+    mallory: Any = UserFactory()
     show = feed_server.url("/show.xml")
     feed_server.feed("/show.xml", rss(item(1, title="Show episode")))
     feed_server.feed("/private.xml", b"", status=404)
@@ -416,7 +416,7 @@ def test_the_export_names_episodes_beside_their_urls(checks, feed_server, user, 
         user,
         [play(url, "https://media.example/show/1.mp3"), play(url, "https://x.example/2.mp3")],
     )
-    response = page_of(user).get("/data/everything.json")
+    response: Any = page_of(user).get("/data/everything.json")
     assert response.status_code == 200
     exported = json.loads(b"".join(response.streaming_content))
     names = {a["episode"]: a.get("episode_title") for a in exported["episode_actions"]}
