@@ -118,36 +118,37 @@ def catalogue_store(*, feed_id: int, items: Sequence[FeedItem], kept: int) -> tu
 # How an episode action finds its episode: the feed URLs of the podcast it names (every URL the
 # user's subscription to it has had, and that URL itself), then within their checks the item
 # with the guid the action names, else the one whose enclosure's key is (or was) the action's
-# episode URL's key. `{a}` is the action's table or alias; a correlated subquery, so that a
-# page or an export reads actions and names in one query, on PostgreSQL and SQLite alike.
-_MATCH = """
-SELECT fe.id FROM {episodes} fe
-WHERE fe.feed_id IN (
+# episode URL's key. `{a}` is the action's table or alias: correlated subqueries, so that a page
+# or an export reads actions and names in one query, on PostgreSQL and SQLite alike; each of the
+# two looks in one index of the catalogue.
+_FEEDS_OF = """
     SELECT fc.id FROM {checks} fc WHERE fc.key_digest IN (
         SELECT sf2.key_digest FROM {feeds} sf1
         JOIN {feeds} sf2 ON sf2.subscription_id = sf1.subscription_id
         WHERE sf1.user_id = {a}.user_id AND sf1.key_digest = {a}.podcast_key
         UNION ALL SELECT {a}.podcast_key
     )
-) AND (
-    ({a}.guid <> '' AND fe.guid = {a}.guid)
-    OR ({a}.episode_key <> '' AND (fe.url_key = {a}.episode_key
-        OR fe.earlier_url_key = {a}.episode_key))
+"""
+_MATCH = """
+COALESCE(
+    (SELECT fe.id FROM {episodes} fe
+     WHERE fe.feed_id IN ({feeds_of}) AND {a}.guid <> '' AND fe.guid = {a}.guid
+     ORDER BY fe.id DESC LIMIT 1),
+    (SELECT fe.id FROM {episodes} fe
+     WHERE fe.feed_id IN ({feeds_of}) AND {a}.episode_key <> ''
+        AND (fe.url_key = {a}.episode_key OR fe.earlier_url_key = {a}.episode_key)
+     ORDER BY fe.id DESC LIMIT 1)
 )
-ORDER BY CASE WHEN {a}.guid <> '' AND fe.guid = {a}.guid THEN 0 ELSE 1 END, fe.id DESC
-LIMIT 1
 """
 
 
 def episode_match_sql(actions: str) -> str:
-    """The SQL of a scalar subquery: the id of the FeedEpisode the action in the row `actions`
-    (a table name or alias of episode actions) is an action on, else NULL."""
-    return _MATCH.format(
-        episodes=_TABLE,
-        checks=FeedCheck._meta.db_table,
-        feeds=SubscriptionFeed._meta.db_table,
-        a=actions,
+    """The SQL of a scalar expression: the id of the FeedEpisode the action in the row
+    `actions` (a table name or alias of episode actions) is an action on, else NULL."""
+    feeds_of = _FEEDS_OF.format(
+        checks=FeedCheck._meta.db_table, feeds=SubscriptionFeed._meta.db_table, a=actions
     )
+    return _MATCH.format(episodes=_TABLE, feeds_of=feeds_of, a=actions)
 
 
 def episodes_by_id(ids: Sequence[Any]) -> dict[int, FeedEpisode]:
@@ -157,6 +158,6 @@ def episodes_by_id(ids: Sequence[Any]) -> dict[int, FeedEpisode]:
 
 
 def episode_title_sql(actions: str) -> str:
-    """The SQL of a scalar subquery: the title of the action's episode (episode_match_sql), else
-    NULL."""
+    """The SQL of a scalar subquery: the title of the action's episode (episode_match_sql),
+    else NULL."""
     return f"SELECT t.title FROM {_TABLE} t WHERE t.id = ({episode_match_sql(actions)})"
