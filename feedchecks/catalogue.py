@@ -116,7 +116,8 @@ def catalogue_store(*, feed_id: int, items: Sequence[FeedItem], kept: int) -> tu
 
 
 # How an episode action finds its episode: the feed URLs of the podcast it names (every URL the
-# user's subscription to it has had, and that URL itself), then within their checks the item
+# user's own subscription to it has had; only a feed the user subscribes to is read for them, so
+# a name never tells that another account follows a feed), then within their checks the item
 # with the guid the action names, else the one whose enclosure's key is (or was) the action's
 # episode URL's key. `{a}` is the action's table or alias: correlated subqueries, so that a page
 # or an export reads actions and names in one query, on PostgreSQL and SQLite alike; each of the
@@ -126,7 +127,6 @@ _FEEDS_OF = """
         SELECT sf2.key_digest FROM {feeds} sf1
         JOIN {feeds} sf2 ON sf2.subscription_id = sf1.subscription_id
         WHERE sf1.user_id = {a}.user_id AND sf1.key_digest = {a}.podcast_key
-        UNION ALL SELECT {a}.podcast_key
     )
 """
 _MATCH = """

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 from django.core.paginator import Page, Paginator
-from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Lower, NullIf
 
@@ -135,9 +135,9 @@ def _episodes_played(
     """The podcast's newest episodes in the catalogue of its feed URLs (`keys`), each with the
     latest action of each device on it; in three queries."""
     episodes = list(
-        FeedEpisode.objects.filter(feed__key_digest__in=keys).order_by("-published", "-id")[
-            :PODCAST_EPISODES
-        ]
+        FeedEpisode.objects.filter(feed__key_digest__in=keys).order_by(
+            F("published").desc(nulls_last=True), "-id"
+        )[:PODCAST_EPISODES]
     )
     if not episodes:
         return []
@@ -178,15 +178,6 @@ class PodcastHistory:
     subscription: Subscription | None
     actions: list[EpisodeAction] = field(default_factory=list)
 
-    @property
-    def feed_title(self) -> str:
-        """The title of a podcast without a subscription, from the catalogue of an episode."""
-        for action in self.actions:
-            episode = getattr(action, "catalogued", None)
-            if episode is not None and episode.feed.title:
-                return str(episode.feed.title)
-        return ""
-
 
 def history(*, user: Any) -> list[PodcastHistory]:
     """The latest action of each recent episode, by podcast, the podcast played last first;
@@ -196,27 +187,37 @@ def history(*, user: Any) -> list[PodcastHistory]:
         .select_related("device")
         .order_by("-timestamp", "-id")[:HISTORY_ACTIONS]
     )
-    podcasts: dict[str, PodcastHistory] = {}
-    seen: set[tuple[str, str]] = set()
+    # A podcast is its subscription (whichever of its feed URLs an action names), else its URL;
+    # an episode is its catalogue entry (whichever URL or guid named it), else its URL.
+    keys = {action.podcast_key for action in recent}
+    owners = dict(
+        SubscriptionFeed.objects.filter(user=user, key_digest__in=keys).values_list(
+            "key_digest", "subscription_id"
+        )
+        if keys
+        else []
+    )
+    podcasts: dict[tuple[str, Any], PodcastHistory] = {}
+    seen: set[tuple[tuple[str, Any], Any]] = set()
     for action in recent:
-        if (action.podcast_key, action.episode) in seen:
+        owner = owners.get(action.podcast_key)
+        podcast = ("subscription", owner) if owner else ("feed", action.podcast_key)
+        catalogued = getattr(action, "catalogued", None)
+        episode = catalogued.pk if catalogued is not None else action.episode
+        if (podcast, episode) in seen:
             continue
-        seen.add((action.podcast_key, action.episode))
+        seen.add((podcast, episode))
         shown = podcasts.setdefault(
-            action.podcast_key, PodcastHistory(podcast=action.podcast, subscription=None)
+            podcast, PodcastHistory(podcast=action.podcast, subscription=None)
         )
         if len(shown.actions) < HISTORY_EPISODES_PER_PODCAST:
             shown.actions.append(action)
-    if podcasts:
-        owners = dict(
-            SubscriptionFeed.objects.filter(user=user, key_digest__in=list(podcasts)).values_list(
-                "key_digest", "subscription_id"
-            )
-        )
+    if owners:
         subscriptions = _shown(Subscription.objects.filter(pk__in=set(owners.values())))
         by_id = {sub.pk: sub for sub in subscriptions}
-        for digest, shown in podcasts.items():
-            shown.subscription = by_id.get(owners.get(digest, 0))
+        for (kind, owner), shown in podcasts.items():
+            if kind == "subscription":
+                shown.subscription = by_id.get(owner)
     return list(podcasts.values())
 
 

@@ -266,3 +266,123 @@ def test_the_embedded_default_serves_the_nextcloud_paths(service):
     assert flow["login"].startswith(f"http://127.0.0.1:{port}/login/flow/")
     status, waiting = call(port, "POST", f"/index.php/login/v2/poll?token={flow['poll']['token']}")
     assert (status, waiting) == (404, [])
+
+
+def test_the_embedded_default_names_played_episodes_from_the_feed(service):
+    """On SQLite, with feed checks on threads: a feed check keeps the feed's episodes, and the
+    pages a person signs in to name what an app played by its title in the feed. A feed that
+    answers 500 has nothing kept: its action is named by the URL's file name."""
+    import html
+    import urllib.parse
+    import urllib.request
+    from http.cookiejar import CookieJar
+
+    port, password = service
+    base = f"http://127.0.0.1:{port}"
+    token = call(port, "POST", "/v1/auth/login", {"username": "admin", "password": password})[1][
+        "access_token"
+    ]
+    items = "".join(
+        f"<item><title>Embedded episode {n} &amp;lt;b&amp;gt;</title><guid>emb-{n}</guid>"
+        f'<enclosure url="https://media.example/embedded/{n}.mp3" type="audio/mpeg"/>'
+        f"<pubDate>Wed, 0{n} May 2024 12:00:00 GMT</pubDate></item>"
+        for n in (1, 2, 3)
+    )
+    feeds = FeedServer().start()
+    try:
+        feeds.feed(
+            "/named.xml",
+            b'<?xml version="1.0"?><rss version="2.0"><channel><title>Embedded Names</title>'
+            + items.encode()
+            + b"</channel></rss>",
+        )
+        feeds.feed("/broken.xml", b"Internal Server Error", status=500)
+        named, broken = feeds.url("/named.xml"), feeds.url("/broken.xml")
+        status, added = call(
+            port,
+            "POST",
+            "/v1/subscriptions",
+            {"subscriptions": [{"feed_url": named}, {"feed_url": broken}]},
+            token,
+        )
+        assert status == 200, added
+        guid = next(s["guid"] for s in added["success"] if s["feed_url"] == named)
+
+        plays = [
+            # gPodder: no guid, the enclosure's URL.
+            {"podcast": named, "episode": "https://media.example/embedded/1.mp3",
+             "action": "play", "position": 90, "total": 1800, "started": 0,
+             "device": "laptop", "timestamp": "2024-06-01T10:00:00"},
+            # An app sending the guid, under a URL the feed never listed.
+            {"podcast": named, "episode": "https://cdn.example/other-name.mp3", "guid": "emb-2",
+             "action": "download", "device": "laptop", "timestamp": "2024-06-01T11:00:00"},
+            {"podcast": broken, "episode": "https://media.example/broken/lost-episode.mp3",
+             "action": "play", "position": 30, "device": "laptop",
+             "timestamp": "2024-06-01T12:00:00"},
+        ]  # fmt: skip
+        status, uploaded = call(
+            port, "POST", "/api/2/episodes/admin.json", plays, basic=("admin", password)
+        )
+        assert status == 200, uploaded
+
+        # The checks run on the service's threads: both feeds fetched, the first one titled.
+        def opml() -> str:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request(
+                "GET", "/v1/subscriptions.opml", headers={"Authorization": f"Bearer {token}"}
+            )
+            return conn.getresponse().read().decode()
+
+        wait_until(
+            lambda: (
+                {"/named.xml", "/broken.xml"} <= set(feeds.requests)
+                and 'title="Embedded Names"' in opml()
+            ),
+            30,
+            lambda: f"{feeds.requests} {opml()}",
+        )
+    finally:
+        feeds.stop()
+
+    # Signed in as a browser is: the sign-in page's CSRF cookie and token, the form posted.
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+    form = browser.open(f"{base}/login/", timeout=30).read().decode()
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert csrf is not None, form
+    fields = {"username": "admin", "password": password, "csrfmiddlewaretoken": csrf[1]}
+    signed = browser.open(
+        urllib.request.Request(
+            f"{base}/login/",
+            data=urllib.parse.urlencode(fields).encode(),
+            headers={"Referer": f"{base}/login/"},
+        ),
+        timeout=30,
+    )
+    assert signed.url == f"{base}/podcasts/", signed.read().decode()
+
+    def read(path: str) -> str:
+        page = browser.open(base + path, timeout=30)
+        assert page.status == 200
+        return page.read().decode()
+
+    def text(markup: str) -> str:
+        return " ".join(html.unescape(re.sub(r"<[^>]*>", " ", markup)).split())
+
+    # The history, by podcast (the module's other tests' podcasts are there too).
+    sections = [text(part) for part in read("/history/").split('<section class="history">')[1:]]
+    [ours] = [section for section in sections if "Embedded Names" in section]
+    assert "Embedded Names Embedded episode 2 <b> published 2024-05-02 Downloaded" in ours
+    assert "Embedded episode 1 <b> published 2024-05-01 Played to 1:30 of 30:00" in ours
+    assert ".mp3" not in ours
+    # The feed that answered 500: its URL heads its section, its action by the file name.
+    [lost] = [section for section in sections if broken in section]
+    assert f"{broken} lost-episode.mp3 Played to 0:30 on laptop" in lost
+    # The podcast's page lists the feed's episodes, newest first, with what was played.
+    podcast = text(read(f"/podcasts/{guid}/"))
+    episodes = podcast[podcast.index("Episodes") : podcast.index("Recent activity")]
+    assert re.search(
+        r"Embedded episode 3 <b> 2024-05-03 not played"
+        r".*Embedded episode 2 <b> 2024-05-02 Downloaded on laptop"
+        r".*Embedded episode 1 <b> 2024-05-01 Played to 1:30 of 30:00 on laptop",
+        episodes,
+    ), episodes

@@ -20,6 +20,7 @@ from subscriptions.services import SubscriptionUpdate, subscription_update
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
 from tests.feedchecks.test_feed_identity import add, check_of, checks
+from tests.helpers import subscribe
 from tests.test_admin import admin_client, staff
 from tests.web.conftest import upload_actions
 
@@ -282,6 +283,61 @@ def test_an_action_under_an_old_feed_url_finds_its_episode(checks, feed_server, 
     assert "Moved episode" in page_of(user).get("/history/").content.decode()
 
 
+def test_a_feed_the_user_never_subscribed_to_names_nothing(checks, feed_server, user, add):
+    """The catalogue exists because mallory subscribed: alice's action on that feed keeps its
+    file name, or the page would tell her that someone here follows it."""
+    mallory: Any = UserFactory()
+    url = feed_server.url("/show.xml")
+    feed_server.feed("/show.xml", rss(item(1, title="Only mallory follows this")))
+    add(mallory, url)
+    upload_actions(user, [play(url, "https://media.example/show/1.mp3", guid="ep-1")])
+    history = page_of(user).get("/history/").content.decode()
+    assert "Only mallory follows this" not in history
+    assert "1.mp3" in history
+    response: Any = page_of(user).get("/data/everything.json")
+    exported = json.loads(b"".join(response.streaming_content))
+    assert "episode_title" not in exported["episode_actions"][0]
+
+
+def test_the_history_shows_an_episode_once_under_its_podcast_whatever_named_them(
+    checks, feed_server, user, add
+):
+    old = feed_server.url("/old.xml")
+    new = feed_server.url("/new.xml")
+    feed_server.feed("/old.xml", b"", status=404)
+    feed_server.feed("/new.xml", rss(item(1, title="The one episode"), title="Moved Show"))
+    sub = add(user, old)
+    subscription_update(user=user, guid=sub.guid, change=SubscriptionUpdate(new_feed_url=new))
+    services.feed_check_run(url=new, user_id=user.pk)
+    upload_actions(
+        user,
+        [
+            # gPodder under the old feed URL, no guid; later a tablet under the new one, with
+            # the guid and a tracking URL.
+            {**play(old, "https://media.example/show/1.mp3", position=60), "device": "laptop"},
+            {
+                **play(new, "https://dts.example/r/media.example/show/1.mp3", guid="ep-1"),
+                "timestamp": "2024-02-02T10:00:00",
+                "position": 900,
+            },
+        ],
+    )
+    history = page_of(user).get("/history/").content.decode()
+    assert history.count("The one episode") == 1
+    assert history.count("Moved Show") == 1
+    assert "Played to 15:00 of 30:00" in history
+    assert "Played to 1:00" not in history
+
+
+def test_undated_episodes_come_after_the_dated_on_the_podcast_page(checks, feed_server, user, add):
+    url = feed_server.url("/show.xml")
+    undated = "<item><title>Undated</title><guid>u</guid></item>"
+    feed_server.feed("/show.xml", rss(undated, item(1, title="Older"), item(2, title="Newer")))
+    sub = add(user, url)
+    body = page_of(user).get(f"/podcasts/{sub.guid}/").content.decode()
+    assert body.index("Newer") < body.index("Older") < body.index("Undated")
+
+
 def test_another_users_feed_url_history_is_not_used(checks, feed_server, user, add):
     """Mallory's subscription moved from her URL to the show's: alice's actions on mallory's
     old URL are not named from the show (each user's own URL history only)."""
@@ -312,6 +368,7 @@ def test_the_history_page_names_episodes_in_a_constant_number_of_queries(
     def fill(podcasts: range, episodes: int) -> None:
         for p in podcasts:
             podcast = f"https://feeds.example/{p}.xml"
+            subscribe(user, podcast)
             check = FeedCheck.objects.create(
                 key_digest=feeds.feed_key_digest(podcast), url=podcast, title=f"Podcast {p}"
             )
@@ -358,6 +415,7 @@ def test_the_export_names_episodes_in_a_constant_number_of_queries(
 
     def fill(p: int, episodes: int) -> None:
         podcast = f"https://feeds.example/{p}.xml"
+        subscribe(user, podcast)
         check = FeedCheck.objects.create(key_digest=feeds.feed_key_digest(podcast), url=podcast)
         FeedEpisode.objects.bulk_create(
             FeedEpisode(
