@@ -120,8 +120,9 @@ def catalogue_store(*, feed_id: int, items: Sequence[FeedItem], kept: int) -> tu
 # a name never tells that another account follows a feed), then within their checks the item
 # with the guid the action names, else the one whose enclosure's key is (or was) the action's
 # episode URL's key. `{a}` is the action's table or alias: correlated subqueries, so that a page
-# or an export reads actions and names in one query, on PostgreSQL and SQLite alike; each of the
-# two looks in one index of the catalogue.
+# or an export reads actions and names in one query, on PostgreSQL and SQLite alike. Each of the
+# three looks in one index of the catalogue: an OR of the two URL keys could use none, and was
+# planned as a walk of every feed's episodes (bench/README.md, "the episode catalogue").
 _FEEDS_OF = """
     SELECT fc.id FROM {checks} fc WHERE fc.key_digest IN (
         SELECT sf2.key_digest FROM {feeds} sf1
@@ -135,8 +136,11 @@ COALESCE(
      WHERE fe.feed_id IN ({feeds_of}) AND {a}.guid <> '' AND fe.guid = {a}.guid
      ORDER BY fe.id DESC LIMIT 1),
     (SELECT fe.id FROM {episodes} fe
-     WHERE fe.feed_id IN ({feeds_of}) AND {a}.episode_key <> ''
-        AND (fe.url_key = {a}.episode_key OR fe.earlier_url_key = {a}.episode_key)
+     WHERE fe.feed_id IN ({feeds_of}) AND {a}.episode_key <> '' AND fe.url_key = {a}.episode_key
+     ORDER BY fe.id DESC LIMIT 1),
+    (SELECT fe.id FROM {episodes} fe
+     WHERE fe.feed_id IN ({feeds_of}) AND fe.earlier_url_key <> ''
+        AND fe.earlier_url_key = {a}.episode_key
      ORDER BY fe.id DESC LIMIT 1)
 )
 """
