@@ -38,8 +38,15 @@ run: $(VENV)/.runtime
 servers:
 	@./scripts/install-servers.sh
 
+# The slices that run a second time through PgBouncer in transaction mode, with real workers
+# (docs/operations.md, "PgBouncer"): what a large deployment puts between the service and
+# PostgreSQL. --reuse-db: the pooler keeps server connections to the test database open.
+POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions tests/nextcloud \
+	tests/web/test_data.py tests/e2e/test_deletion_worker.py tests/e2e/test_feed_check_worker.py
+
 test: lint servers
 	$(BIN)/pytest
+	DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 $(BIN)/pytest --reuse-db $(POOLED_SLICE)
 
 # Style, types, and the dependency rule between the apps (docs/architecture.md).
 lint: $(VENV)/.dev

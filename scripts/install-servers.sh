@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the PostgreSQL and Redis server binaries the tests start, Chromium and its driver for
+# Installs the PostgreSQL, PgBouncer and Redis server binaries the tests start, Chromium and its driver for
 # the admin's browser test, when they are missing, and any commands named as arguments.
 set -euo pipefail
 
@@ -8,6 +8,8 @@ if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev
   missing+=(postgresql)
 fi
 command -v redis-server >/dev/null || missing+=(redis-server)
+# make test runs a slice through PgBouncer in transaction mode (tests/servers.pgbouncer).
+[ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null || missing+=(pgbouncer)
 # tests/e2e/test_admin_browser.py drives these two (at /usr/bin, where Debian puts them).
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
@@ -29,3 +31,4 @@ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recomme
 # The Debian packages start their own servers; the tests start theirs on free ports.
 $sudo service redis-server stop >/dev/null 2>&1 || true
 $sudo service postgresql stop >/dev/null 2>&1 || true
+$sudo service pgbouncer stop >/dev/null 2>&1 || true

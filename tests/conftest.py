@@ -25,12 +25,19 @@ hypothesis_settings.load_profile("suite")
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[servers.Server | None]:
-    """A PostgreSQL started for this session, unless TEST_DATABASE_URL names one."""
+    """A PostgreSQL started for this session, unless TEST_DATABASE_URL names one; with
+    TEST_PGBOUNCER set, PgBouncer in transaction mode in front of it, which the tests (and the
+    servers and workers they start) then reach it through (make test's pooled slice)."""
     if os.environ.get("TEST_DATABASE_URL"):
         yield None
         return
     with servers.postgres() as server:
-        yield server
+        if not os.environ.get("TEST_PGBOUNCER"):
+            yield server
+            return
+        assert settings.POOLED_BY_TRANSACTION, "TEST_PGBOUNCER needs DATABASE_POOL_MODE=transaction"
+        with servers.pgbouncer(server) as pooler:
+            yield pooler
 
 
 @pytest.fixture(scope="session")

@@ -103,6 +103,63 @@ def postgres(durable: bool = False) -> Iterator[Server]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start") from None
+            time.sleep(0.05)
+
+
+@contextmanager
+def pgbouncer(pg: Server, *, pool_size: int = 20) -> Iterator[Server]:
+    """PgBouncer (Debian's) in transaction pooling mode in front of `pg`: every database name
+    passed through to it, and one of `pool_size` server connections per database given to a
+    client for one transaction at a time, as a large deployment runs it (docs/operations.md,
+    "PgBouncer")."""
+    binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    if not Path(binary).exists():
+        raise RuntimeError("pgbouncer not found: install Debian's pgbouncer (make test does)")
+    base = Path(tempfile.mkdtemp(prefix="opa-pgbouncer-"))
+    port = free_port()
+    (base / "users.txt").write_text('"postgres" ""\n')
+    (base / "pgbouncer.ini").write_text(
+        "[databases]\n"
+        f"* = host={pg.host} port={pg.port}\n"
+        "[pgbouncer]\n"
+        f"listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n"
+        f"auth_type = trust\nauth_file = {base / 'users.txt'}\n"
+        "pool_mode = transaction\n"
+        # Fewer server connections than the suite's clients: they must really be shared.
+        f"max_client_conn = 1000\ndefault_pool_size = {pool_size}\n"
+        "ignore_startup_parameters = extra_float_digits,options\n"
+        f"logfile = {base / 'log'}\n"
+    )
+    if os.geteuid() == 0:  # PgBouncer refuses to run as root, as PostgreSQL does
+        shutil.chown(base, "postgres", "postgres")
+        for name in ("users.txt", "pgbouncer.ini"):
+            shutil.chown(base / name, "postgres", "postgres")
+    process = subprocess.Popen(
+        [*_as_postgres(), binary, str(base / "pgbouncer.ini")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port("127.0.0.1", port, process, "pgbouncer")
+        yield Server("127.0.0.1", port, base)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 class RedisServer:
     """A redis-server on a fixed free port that a test can stop and start again."""
 

@@ -286,24 +286,6 @@ def everything(*, user: Any) -> Iterator[bytes]:
             }
         )
     yield b'],"episode_actions":['
-    actions = (
-        EpisodeAction.objects.filter(user=user)
-        .annotate(episode_title=RawSQL(episode_title_sql(_ACTIONS), []))
-        .order_by("received", "id")
-        .values_list(
-            "podcast",
-            "episode",
-            "episode_title",
-            "guid",
-            "action",
-            "timestamp",
-            "received",
-            "device__device_id",
-            "started",
-            "position",
-            "total",
-        )
-    )
     first = True
     for (
         podcast,
@@ -315,7 +297,7 @@ def everything(*, user: Any) -> Iterator[bytes]:
         received,
         device_id,
         *play,
-    ) in actions.iterator(chunk_size=EXPORT_CHUNK):
+    ) in _export_actions(user):
         item: dict[str, Any] = {
             "podcast": podcast,
             "episode": episode,
@@ -339,6 +321,40 @@ def everything(*, user: Any) -> Iterator[bytes]:
         yield (b"" if first else b",") + _json(item)
         first = False
     yield b"]}"
+
+
+def _export_actions(user: Any) -> Iterator[tuple[Any, ...]]:
+    """The user's actions for the export, oldest received first, EXPORT_CHUNK at a time, each
+    chunk one query from where the last ended (the index on user, received and id): no cursor
+    is held open between them, so a long history neither sits in memory whole nor needs a
+    server-side cursor (which a pooler in transaction mode cannot keep)."""
+    actions = (
+        EpisodeAction.objects.filter(user=user)
+        .annotate(episode_title=RawSQL(episode_title_sql(_ACTIONS), []))
+        .order_by("received", "id")
+    )
+    fields = (
+        "podcast",
+        "episode",
+        "episode_title",
+        "guid",
+        "action",
+        "timestamp",
+        "received",
+        "device__device_id",
+        "started",
+        "position",
+        "total",
+    )
+    after: Q = Q()
+    while True:
+        chunk = list(actions.filter(after).values_list(*fields, "id")[:EXPORT_CHUNK])
+        for *row, _ in chunk:
+            yield tuple(row)
+        if len(chunk) < EXPORT_CHUNK:
+            return
+        received, last = chunk[-1][6], chunk[-1][-1]
+        after = Q(received__gt=received) | Q(received=received, id__gt=last)
 
 
 def opml_feeds(*, user: Any) -> Iterator[opml.OpmlFeed]:

@@ -118,6 +118,12 @@ DATABASES = {
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
 POSTGRESQL_ENGINE = "core.db.postgresql"  # its health check costs no round trip
+# How a connection pooler between the service and PostgreSQL hands out server connections:
+# `session` (none, or PgBouncer's session mode) or `transaction` (PgBouncer's transaction mode).
+DATABASE_POOL_MODE = env.str("DATABASE_POOL_MODE", default="session")
+if DATABASE_POOL_MODE not in ("session", "transaction"):
+    raise ValueError("DATABASE_POOL_MODE must be session or transaction")
+POOLED_BY_TRANSACTION = DATABASE_POOL_MODE == "transaction"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
     # The backend's bound cursors (the hottest reads, written out in SQL) are prepared once run five
@@ -126,8 +132,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # "core.db.postgresql.DatabaseWrapper.bound_cursor"). The ORM's cursors bind parameters on the
     # client and are never prepared. Turn it off behind a pooler that cannot keep prepared
     # statements (PgBouncer in transaction mode before 1.21, or without max_prepared_statements).
-    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True) and not POOLED_BY_TRANSACTION:
         DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
+    # Behind a pooler in transaction mode a connection is the server's for one transaction only:
+    # nothing may outlive it (docs/operations.md, "PgBouncer"). No prepared statement (above),
+    # and no server-side cursor (Django's `.iterator()` would hold one open between
+    # transactions); the advisory locks are per transaction already.
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = POOLED_BY_TRANSACTION
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Take the write lock at BEGIN so concurrent writers queue instead of failing mid-transaction.
     DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}

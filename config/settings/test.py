@@ -6,7 +6,7 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-that-is-long-enough-fo
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 
 from .base import *  # noqa: F403
-from .base import POSTGRESQL_ENGINE, env
+from .base import POOLED_BY_TRANSACTION, POSTGRESQL_ENGINE, env
 
 # tests/conftest.py fills HOST and PORT with the server it starts, unless
 # TEST_DATABASE_URL points at one that is already running.
@@ -15,7 +15,10 @@ DATABASES = {
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
-DATABASES["default"]["OPTIONS"] = {"prepare_threshold": 5}  # as deployed
+# As deployed: prepared lookups, unless through PgBouncer in transaction mode (make test's
+# pooled slice, tests/conftest.py).
+DATABASES["default"]["OPTIONS"] = {} if POOLED_BY_TRANSACTION else {"prepare_threshold": 5}
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = POOLED_BY_TRANSACTION
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.Argon2PasswordHasher"]
 STORAGES = {
