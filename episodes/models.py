@@ -45,9 +45,11 @@ class EpisodeAction(models.Model):
     received = models.DateTimeField(
         help_text="When the service received it, to the second: what a download's since counts."
     )
+    # db_default: the previous release's processes insert without it during a rolling upgrade.
     episode_key = models.CharField(
         max_length=64,
         blank=True,
+        db_default="",
         help_text="SHA-256 of the episode URL's matching key: how its name is found in the feed.",
     )
     guid = models.CharField(max_length=2048, blank=True, help_text="The episode's guid, if sent.")

@@ -33,8 +33,9 @@ _SET_EARLIER = (
     " THEN e.url_key ELSE e.earlier_url_key END"
 )
 # Only an item the feed changed is written again: a check of an unchanged feed writes no row.
+# (SQLite before 3.39 has no IS DISTINCT FROM; its IS NOT is the same test.)
 _CHANGED = (
-    f"({', '.join(f'e.{name}' for name in _CHANGEABLE)}) IS DISTINCT FROM"
+    f"({', '.join(f'e.{name}' for name in _CHANGEABLE)}) {{distinct}}"
     f" ({', '.join(f'excluded.{name}' for name in _CHANGEABLE)})"
 )
 _NEWEST = "published DESC NULLS LAST"
@@ -59,7 +60,8 @@ WITH items AS (
     INSERT INTO {_TABLE} AS e (feed_id, {", ".join(_ITEM_COLUMNS)}, earlier_url_key)
     SELECT %s, {", ".join(_ITEM_COLUMNS)}, '' FROM items
     WHERE item_key IN (SELECT item_key FROM kept)
-    ON CONFLICT (feed_id, item_key) DO UPDATE SET {_SET_EARLIER}, {_SET} WHERE {_CHANGED}
+    ON CONFLICT (feed_id, item_key) DO UPDATE SET {_SET_EARLIER}, {_SET}
+    WHERE {_CHANGED.format(distinct="IS DISTINCT FROM")}
     RETURNING 1
 ), pruned AS (
     DELETE FROM {_TABLE} WHERE feed_id = %s AND item_key NOT IN (SELECT item_key FROM kept)
@@ -74,11 +76,17 @@ _STORE_SQLITE = f"""
 INSERT INTO {_TABLE} AS e (feed_id, {", ".join(_ITEM_COLUMNS)}, earlier_url_key)
 SELECT %s, {", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(_ITEM_COLUMNS)))}, ''
 FROM json_each(%s) WHERE true
-ON CONFLICT (feed_id, item_key) DO UPDATE SET {_SET_EARLIER}, {_SET} WHERE {_CHANGED}
+ON CONFLICT (feed_id, item_key) DO UPDATE SET {_SET_EARLIER}, {_SET}
+WHERE {_CHANGED.format(distinct="IS NOT")}
 """
+# The newest `kept`, as on PostgreSQL: by date, then this check's items (in the feed's order)
+# before those kept from earlier checks.
 _PRUNE_SQLITE = f"""
 DELETE FROM {_TABLE} WHERE feed_id = %s AND id NOT IN (
-    SELECT id FROM {_TABLE} WHERE feed_id = %s ORDER BY {_NEWEST}, id LIMIT %s
+    SELECT e.id FROM {_TABLE} e LEFT JOIN (
+        SELECT value AS item_key, key AS place FROM json_each(%s)
+    ) AS now USING (item_key)
+    WHERE e.feed_id = %s ORDER BY {_NEWEST}, now.place IS NULL, now.place, e.id DESC LIMIT %s
 )
 """
 
@@ -111,7 +119,8 @@ def catalogue_store(*, feed_id: int, items: Sequence[FeedItem], kept: int) -> tu
         if rows:
             cursor.execute(_STORE_SQLITE, [feed_id, json.dumps(rows)])
             written = cursor.rowcount
-        cursor.execute(_PRUNE_SQLITE, [feed_id, feed_id, kept])
+        keys = json.dumps([item.item_key for item in items])
+        cursor.execute(_PRUNE_SQLITE, [feed_id, keys, feed_id, kept])
         return written, cursor.rowcount
 
 

@@ -44,12 +44,17 @@ class UnsafeFeed(ValueError):
     """The document declares a DTD or entities: it is not read."""
 
 
+class UnreadableFeed(ValueError):
+    """The feed parser gave up on the document (it raised instead of reading what it could)."""
+
+
 MAX_TITLE_LENGTH = 500
 # A longer guid is no guid: the item is known by its enclosure URL instead.
 MAX_GUID_LENGTH = 500
 # The longest duration taken from a feed: a week (anything longer is a mistake).
 MAX_DURATION = 7 * 24 * 3600
-_TAG = re.compile(r"<[^>]*>")
+# No "<" inside: on a title of many "<" and no ">", "<[^>]*>" took quadratic time.
+_TAG = re.compile(r"<[^<>]*>")
 _DURATION = re.compile(r"(?:(?:(\d{1,3}):)?(\d{1,4}):)?(\d{1,7})(?:\.\d*)?")
 
 
@@ -110,7 +115,12 @@ def feed_identity(data: bytes, *, episodes_kept: int = 0) -> FeedIdentity:
     refuse_declarations(data)
     # A stream, never a string: feedparser fetches a string that looks like a URL and opens one
     # that names a file.
-    parsed = feedparser.parse(io.BytesIO(data), resolve_relative_uris=False, sanitize_html=False)
+    try:
+        parsed = feedparser.parse(
+            io.BytesIO(data), resolve_relative_uris=False, sanitize_html=False
+        )
+    except Exception as exc:  # whatever a hostile document makes it raise (a lone surrogate)
+        raise UnreadableFeed(f"The feed could not be read ({type(exc).__name__})") from exc
     channel = parsed.get("feed", {})
     namespaces = parsed.get("namespaces", {})
 

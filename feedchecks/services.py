@@ -20,7 +20,7 @@ from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
 
 from core import clock
@@ -165,7 +165,7 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
             max_bytes=settings.FEED_FETCH_MAX_BYTES,
         )
         identity = parsing.feed_identity(fetched.body, episodes_kept=settings.FEED_EPISODES_KEPT)
-    except (fetcher.FetchError, parsing.UnsafeFeed) as exc:
+    except (fetcher.FetchError, parsing.UnsafeFeed, parsing.UnreadableFeed) as exc:
         error = str(exc)
         result = FeedCheck.Result.ERROR
     else:
@@ -198,7 +198,13 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
     if result == FeedCheck.Result.ERROR:
         logger.info("Feed check of %s failed: %s", url, error)
     else:  # a feed that cannot be read keeps the episodes it had
-        catalogue_store(feed_id=check.pk, items=identity.episodes, kept=settings.FEED_EPISODES_KEPT)
+        try:
+            with transaction.atomic():  # a savepoint when called within a transaction
+                catalogue_store(
+                    feed_id=check.pk, items=identity.episodes, kept=settings.FEED_EPISODES_KEPT
+                )
+        except DatabaseError:  # the names are a nicety: the feed's identity still applies
+            logger.warning("Storing the episodes of %s failed", url, exc_info=True)
     return check
 
 

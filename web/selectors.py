@@ -134,11 +134,17 @@ def _episodes_played(
 ) -> list[EpisodePlayed]:
     """The podcast's newest episodes in the catalogue of its feed URLs (`keys`), each with the
     latest action of each device on it; in three queries."""
-    episodes = list(
-        FeedEpisode.objects.filter(feed__key_digest__in=keys).order_by(
-            F("published").desc(nulls_last=True), "-id"
-        )[:PODCAST_EPISODES]
-    )
+    # A feed that moved has a catalogue at each URL, with the same items: each shown once, the
+    # row the match picks (the latest stored).
+    episodes: list[FeedEpisode] = []
+    listed: set[str] = set()
+    for episode in FeedEpisode.objects.filter(feed__key_digest__in=keys).order_by(
+        F("published").desc(nulls_last=True), "-id"
+    )[: PODCAST_EPISODES * len(keys)]:
+        identity = episode.guid or episode.url_key
+        if identity not in listed and len(episodes) < PODCAST_EPISODES:
+            listed.add(identity)
+            episodes.append(episode)
     if not episodes:
         return []
     guids = [e.guid for e in episodes if e.guid]

@@ -4,11 +4,12 @@ its episode; and where people see the names: the history page, the podcast page,
 and the admin."""
 
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -18,7 +19,7 @@ from feedchecks.models import FeedCheck, FeedEpisode
 from subscriptions import feeds
 from subscriptions.services import SubscriptionUpdate, subscription_update
 from tests.factories import UserFactory
-from tests.feedchecks.feedserver import FeedServer
+from tests.feedchecks.feedserver import GUID, FeedServer
 from tests.feedchecks.test_feed_identity import add, check_of, checks
 from tests.helpers import subscribe
 from tests.test_admin import admin_client, staff
@@ -48,12 +49,16 @@ def item(
     return "<item>" + "".join(parts) + extra + "</item>"
 
 
-def rss(*items: str, title: str = "The Show") -> bytes:
+def rss(*items: str, title: str = "The Show", guid: str = "") -> bytes:
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">'
+        '<rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"'
+        ' xmlns:podcast="https://podcastindex.org/namespace/1.0">'
         f"<channel><title>{title}</title>"
-        '<itunes:image href="https://img.example/show.jpg"/>' + "".join(items) + "</channel></rss>"
+        + (f"<podcast:guid>{guid}</podcast:guid>" if guid else "")
+        + '<itunes:image href="https://img.example/show.jpg"/>'
+        + "".join(items)
+        + "</channel></rss>"
     ).encode()
 
 
@@ -211,6 +216,40 @@ def test_a_feed_that_starts_failing_keeps_its_episodes(checks, feed_server, user
     assert "Episode 2" in page_of(user).get("/history/").content.decode()
 
 
+def test_a_feed_the_parser_gives_up_on_is_a_failed_check(checks, feed_server, user, add):
+    """A lone surrogate in a character reference made feedparser raise: the check is recorded
+    as failed, and the feed keeps what it had."""
+    url = feed_server.url("/show.xml")
+    feed_server.feed("/show.xml", rss(item(1)))
+    add(user, url)
+    feed_server.feed("/show.xml", rss(item(2, title="bad &#xD800; title")))
+    check_again(checks, url, user)
+    assert check_of(url).result == FeedCheck.Result.ERROR
+    assert set(catalogue(url)) == {"ep-1"}
+
+
+def test_a_title_of_many_angle_brackets_is_cleaned_in_linear_time() -> None:
+    """<[^>]*> took quadratic time on "<" without ">": 1.6 s for 40,000, which a 5 MB feed
+    could multiply past a task's time limit."""
+    started = time.monotonic()
+    assert parsing.plain_text("<" * 200_000 + "x") == "<" * 500
+    assert time.monotonic() - started < 2  # quadratic: about 40 s
+
+
+def test_a_catalogue_that_cannot_be_stored_leaves_the_feeds_identity_applied(
+    checks, feed_server, user, add, monkeypatch
+):
+    def broken(**kwargs: Any) -> None:
+        raise DatabaseError("disk full")
+
+    monkeypatch.setattr(services, "catalogue_store", broken)
+    url = feed_server.url("/show.xml")
+    feed_server.feed("/show.xml", rss(item(1), guid=GUID))
+    sub = add(user, url)
+    assert check_of(url).result == FeedCheck.Result.GUID
+    assert str(sub.guid) == GUID
+
+
 @pytest.mark.parametrize("count", [10, 1000])
 def test_a_check_writes_the_catalogue_in_one_statement(user, count):
     check = FeedCheck.objects.create(key_digest="a" * 64, url="https://f.example/feed")
@@ -327,6 +366,30 @@ def test_the_history_shows_an_episode_once_under_its_podcast_whatever_named_them
     assert history.count("Moved Show") == 1
     assert "Played to 15:00 of 30:00" in history
     assert "Played to 1:00" not in history
+
+
+def test_a_moved_podcasts_page_lists_each_episode_once(checks, feed_server, user, add):
+    """The old and the new URL both have a catalogue, of the same items."""
+    old = feed_server.url("/old.xml")
+    new = feed_server.url("/new.xml")
+    feed_server.feed("/new.xml", rss(item(1, title="Uno"), item(2, title="Dos")))
+    feed_server.feed(
+        "/old.xml",
+        rss(
+            item(1, title="Uno"),
+            item(2, title="Dos"),
+            title=f"Old</title><itunes:new-feed-url>{new}</itunes:new-feed-url><title>x",
+        ),
+    )
+    sub = add(user, old)
+    services.feed_check_run(url=new, user_id=user.pk)
+    assert FeedEpisode.objects.count() == 4
+    upload_actions(user, [play(new, "https://media.example/show/1.mp3")])
+    body = page_of(user).get(f"/podcasts/{sub.guid}/").content.decode()
+    episodes = body[body.index("<h2>Episodes</h2>") : body.index("<h2>Recent activity</h2>")]
+    assert episodes.count("Uno") == 1
+    assert episodes.count("Dos") == 1
+    assert "Played to 2:00" in episodes
 
 
 def test_undated_episodes_come_after_the_dated_on_the_podcast_page(checks, feed_server, user, add):
