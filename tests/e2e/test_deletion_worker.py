@@ -136,8 +136,16 @@ def lock_waiters(conn: psycopg.Connection) -> int:
 
 
 def database_params():
+    """The test database's, for this test's own connections: never prepared, which a pooler in
+    transaction mode between them and the server cannot keep (make test's pooled slice)."""
     db = connection.settings_dict
-    return {"host": db["HOST"], "port": db["PORT"], "user": db["USER"], "dbname": db["NAME"]}
+    return {
+        "host": db["HOST"],
+        "port": db["PORT"],
+        "user": db["USER"],
+        "dbname": db["NAME"],
+        "prepare_threshold": None,
+    }
 
 
 def test_a_worker_deletes_the_subscriptions_episode_actions_with_it(api, user, worker_factory):
