@@ -51,6 +51,17 @@ def django_db_modify_db_settings(
 
 
 @pytest.fixture
+def back_to_latest(transactional_db: None) -> Iterator[None]:
+    """Whatever a test of migrations migrates to, later tests find the latest schema."""
+    yield
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The service clock, pinned so timestamps can be compared exactly."""
     fake = Clock()

@@ -121,3 +121,15 @@ def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield plan
     for child in plan.get("Plans", []):
         yield from nodes(child)
+
+
+def migrate(targets: list[tuple[str, str]]) -> Any:
+    """Migrate the test database to `targets`; the models as they were there (tests of
+    migrations, with the back_to_latest fixture)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps

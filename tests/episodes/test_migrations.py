@@ -4,29 +4,14 @@ key still works during a rolling upgrade."""
 
 from datetime import UTC, datetime
 
-import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from subscriptions.feeds import url_key_digest
+from tests.helpers import migrate
 
 BEFORE = [("episodes", "0002_received_clock_count_unused")]
 ADDED = [("episodes", "0003_catalogue")]
 FILLED = [("episodes", "0004_fill_episode_keys")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture
-def back_to_latest(transactional_db):
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def old_action(apps, user, n, episode):

@@ -416,6 +416,34 @@ def test_another_users_feed_url_history_is_not_used(checks, feed_server, user, a
     assert "Show episode" not in page_of(user).get("/history/").content.decode()
 
 
+def catalogued(user: Any, p: int, episodes: int, *, guids: bool = False) -> None:
+    """Podcast `p`, subscribed, with a catalogue of `episodes` and a play of each: every other
+    one naming its guid when `guids`, the rest matched by URL."""
+    podcast = f"https://feeds.example/{p}.xml"
+    subscribe(user, podcast)
+    check = FeedCheck.objects.create(
+        key_digest=feeds.feed_key_digest(podcast), url=podcast, title=f"Podcast {p}"
+    )
+    FeedEpisode.objects.bulk_create(
+        FeedEpisode(
+            feed=check,
+            item_key=f"{p}-{e}",
+            guid=f"{p}-{e}",
+            title=f"Title {p}-{e}",
+            url=f"https://m.example/{p}/{e}.mp3",
+            url_key=feeds.url_key_digest(f"https://m.example/{p}/{e}.mp3"),
+        )
+        for e in range(episodes)
+    )
+    upload_actions(
+        user,
+        [
+            play(podcast, f"https://m.example/{p}/{e}.mp3", guid=f"{p}-{e}" * (guids and e % 2))
+            for e in range(episodes)
+        ],
+    )
+
+
 # --- Where people see them --------------------------------------------------------------------
 
 
@@ -430,29 +458,7 @@ def test_the_history_page_names_episodes_in_a_constant_number_of_queries(
 
     def fill(podcasts: range, episodes: int) -> None:
         for p in podcasts:
-            podcast = f"https://feeds.example/{p}.xml"
-            subscribe(user, podcast)
-            check = FeedCheck.objects.create(
-                key_digest=feeds.feed_key_digest(podcast), url=podcast, title=f"Podcast {p}"
-            )
-            FeedEpisode.objects.bulk_create(
-                FeedEpisode(
-                    feed=check,
-                    item_key=f"{p}-{e}",
-                    guid=f"{p}-{e}",
-                    title=f"Title {p}-{e}",
-                    url=f"https://m.example/{p}/{e}.mp3",
-                    url_key=feeds.url_key_digest(f"https://m.example/{p}/{e}.mp3"),
-                )
-                for e in range(episodes)
-            )
-            upload_actions(
-                user,
-                [
-                    play(podcast, f"https://m.example/{p}/{e}.mp3", guid=f"{p}-{e}" * (e % 2))
-                    for e in range(episodes)
-                ],
-            )
+            catalogued(user, p, episodes, guids=True)
 
     fill(range(1), 2)
     few = history_queries()
@@ -476,29 +482,10 @@ def test_the_export_names_episodes_in_a_constant_number_of_queries(
         response: Any = client.get("/data/everything.json")
         return json.loads(b"".join(response.streaming_content))
 
-    def fill(p: int, episodes: int) -> None:
-        podcast = f"https://feeds.example/{p}.xml"
-        subscribe(user, podcast)
-        check = FeedCheck.objects.create(key_digest=feeds.feed_key_digest(podcast), url=podcast)
-        FeedEpisode.objects.bulk_create(
-            FeedEpisode(
-                feed=check,
-                item_key=f"{p}-{e}",
-                guid=f"{p}-{e}",
-                title=f"Title {p}-{e}",
-                url=f"https://m.example/{p}/{e}.mp3",
-                url_key=feeds.url_key_digest(f"https://m.example/{p}/{e}.mp3"),
-            )
-            for e in range(episodes)
-        )
-        upload_actions(
-            user, [play(podcast, f"https://m.example/{p}/{e}.mp3") for e in range(episodes)]
-        )
-
-    fill(0, 1)
+    catalogued(user, 0, 1)
     with django_assert_max_num_queries(12) as few:
         assert export()["episode_actions"][0]["episode_title"] == "Title 0-0"
-    fill(1, 1500)
+    catalogued(user, 1, 1500)
     with django_assert_max_num_queries(len(few.captured_queries)):
         exported = export()
     assert len(exported["episode_actions"]) == 1501

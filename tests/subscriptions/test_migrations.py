@@ -3,27 +3,10 @@
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+from tests.helpers import migrate
 
 BEFORE = [("subscriptions", "0001_initial")]
 AFTER = [("subscriptions", "0002_list_since")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture
-def back_to_latest(transactional_db):
-    """Whatever the test migrates to, later tests find the latest schema."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_0002_records_when_each_earlier_guid_was_replaced(back_to_latest):
