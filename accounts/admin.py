@@ -10,6 +10,7 @@ from django.http import HttpRequest
 
 from accounts import services
 from accounts.models import AppPassword
+from core.admin import BigTableAdmin
 
 User = get_user_model()
 
@@ -18,7 +19,7 @@ admin.site.unregister(User)
 
 
 @admin.register(User)
-class AccountAdmin(UserAdmin):
+class AccountAdmin(BigTableAdmin, UserAdmin):
     """Deactivating stops the account: its refresh tokens are refused at once, its access tokens
     within `AUTH_USER_CACHE_SECONDS` (the web processes' cache of active users)."""
 

@@ -5,12 +5,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core.admin import BigTableAdmin
 from deletions import services
 from deletions.models import AccountDeletion, Deletion
 
 
 @admin.register(Deletion)
-class DeletionAdmin(admin.ModelAdmin):
+class DeletionAdmin(BigTableAdmin):
     list_display = ["id", "user", "guid", "status", "requested", "finished", "attempts", "message"]
     list_filter = ["status", ("user", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["=guid", "user__username"]

@@ -8,7 +8,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 
-from core.admin import ReadOnlyAdmin
+from core.admin import BigTableAdmin, ReadOnlyAdmin
 from episodes.models import EpisodeAction
 from feedchecks.catalogue import episode_title_sql
 from feedchecks.models import FeedEpisode
@@ -18,7 +18,7 @@ TITLE_SEARCH_EPISODES = 500
 
 
 @admin.register(EpisodeAction)
-class EpisodeActionAdmin(ReadOnlyAdmin):
+class EpisodeActionAdmin(BigTableAdmin, ReadOnlyAdmin):
     """Read-only: actions are what the apps said; searchable by podcast URL, episode, episode
     title and user."""
 

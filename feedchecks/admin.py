@@ -6,12 +6,12 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from core.admin import ReadOnlyAdmin
+from core.admin import BigTableAdmin, ReadOnlyAdmin
 from feedchecks.models import FeedCheck, FeedEpisode
 
 
 @admin.register(FeedCheck)
-class FeedCheckAdmin(ReadOnlyAdmin):
+class FeedCheckAdmin(BigTableAdmin, ReadOnlyAdmin):
     """Read-only: rows are written by the checks alone."""
 
     list_display = ["url", "checked", "result", "error", "guid", "new_url", "subscriptions"]
@@ -48,7 +48,7 @@ class FeedCheckAdmin(ReadOnlyAdmin):
 
 
 @admin.register(FeedEpisode)
-class FeedEpisodeAdmin(ReadOnlyAdmin):
+class FeedEpisodeAdmin(BigTableAdmin, ReadOnlyAdmin):
     """Read-only: each feed's episodes as its last check read them, searchable by title."""
 
     list_display = ["title", "published", "duration", "url", "feed"]

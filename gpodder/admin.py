@@ -3,11 +3,12 @@
 from django.contrib import admin
 from django.http import HttpRequest
 
+from core.admin import BigTableAdmin
 from gpodder.models import Device
 
 
 @admin.register(Device)
-class DeviceAdmin(admin.ModelAdmin):
+class DeviceAdmin(BigTableAdmin):
     """Read-only: devices are created and named by the apps."""
 
     list_display = ["device_id", "user", "caption", "type", "last_used", "created"]

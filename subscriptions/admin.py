@@ -10,6 +10,7 @@ from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 
 from accounts.admin import AccountAdmin
+from core.admin import BigTableAdmin
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 
@@ -54,7 +55,7 @@ class DeletedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(admin.ModelAdmin):
+class SubscriptionAdmin(BigTableAdmin):
     """Read-only: every change goes through the API's rules, which the admin must not bypass."""
 
     list_display = [
