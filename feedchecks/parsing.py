@@ -162,6 +162,8 @@ def feed_items(entries: list[dict], *, kept: int) -> tuple[FeedItem, ...]:
     each once: an item named twice (a duplicated guid, or a guid-less enclosure twice) is the
     first the feed lists. An item with neither a guid nor an enclosure URL cannot be matched
     to anything an app sends, and is left out."""
+    if kept <= 0:  # a feed of 10,000 items is not read item by item to keep none of them
+        return ()
     items: dict[str, FeedItem] = {}
     for entry in entries:
         item = _feed_item(entry)
