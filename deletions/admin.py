@@ -15,6 +15,9 @@ class DeletionAdmin(BigTableAdmin):
     list_display = ["id", "user", "guid", "status", "requested", "finished", "attempts", "message"]
     list_filter = ["status", ("user", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["=guid", "user__username"]
+    search_help_text = "A username or its beginning."
+    # By status, through the index the sweep reads (status, last_sent).
+    indexed_list_filter = ["status"]
     list_select_related = ["user"]
     readonly_fields = [field.name for field in Deletion._meta.fields]
     actions = ["retry"]

@@ -8,7 +8,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 
-from core.admin import BigTableAdmin, ReadOnlyAdmin
+from core.admin import BigTableAdmin, ReadOnlyAdmin, table_is_big
 from episodes.models import EpisodeAction
 from feedchecks.catalogue import episode_title_sql
 from feedchecks.models import FeedEpisode
@@ -34,6 +34,10 @@ class EpisodeActionAdmin(BigTableAdmin, ReadOnlyAdmin):
     ]
     list_filter = ["action"]
     search_fields = ["podcast", "episode", "=user__username"]
+    search_help_text = (
+        "A username or its beginning (and while the table is small, a podcast or episode URL, "
+        "or an episode title)."
+    )
     list_select_related = ["user", "device"]
     # Newest first by id, which the primary key's index reads backwards: received has no index
     # across users.
@@ -74,7 +78,8 @@ class EpisodeActionAdmin(BigTableAdmin, ReadOnlyAdmin):
         episode of another feed)."""
         found, duplicates = super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
-        if not term:
+        if not term or table_is_big(EpisodeAction):
+            # Neither the titles nor the guids and URL keys across accounts have an index.
             return found, duplicates
         episodes = FeedEpisode.objects.filter(title__icontains=term).values_list(
             "guid", "url_key", "earlier_url_key"

@@ -14,6 +14,7 @@ class DeviceAdmin(BigTableAdmin):
     list_display = ["device_id", "user", "caption", "type", "last_used", "created"]
     list_filter = ["type"]
     search_fields = ["device_id", "caption", "user__username"]
+    search_help_text = "A username or its beginning."
     list_select_related = ["user"]
     readonly_fields = ["user", "device_id", "caption", "type", "created", "last_used"]
     show_full_result_count = False

@@ -11,6 +11,7 @@ from django.http import HttpRequest
 
 from accounts.admin import AccountAdmin
 from core.admin import BigTableAdmin
+from subscriptions import feeds
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 
@@ -70,6 +71,9 @@ class SubscriptionAdmin(BigTableAdmin):
     # By user: search by username (a filter would list every user with a subscription).
     list_filter = ["is_subscribed", DeletedFilter]
     search_fields = ["feed_url", "feed_history__url", "=guid_history__guid", "user__username"]
+    search_help_text = (
+        "A feed URL (any spelling, current or earlier), or a username or its beginning."
+    )
     list_select_related = ["user"]
     readonly_fields = [
         "user",
@@ -94,6 +98,13 @@ class SubscriptionAdmin(BigTableAdmin):
     @admin.display(description="last change", ordering="changed")
     def last_change(self, obj: Subscription) -> Any:
         return obj.changed
+
+    def indexed_search(self, term: str) -> Q | None:
+        """A URL by its matching key in the URL histories (their index by key), which finds
+        every spelling of it; anything else as a username prefix."""
+        if "://" in term:
+            return Q(feed_history__key_digest=feeds.url_key_digest(term))
+        return super().indexed_search(term)
 
 
 def _subscriptions_of_row(condition: Q | None = None) -> Coalesce:

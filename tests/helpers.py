@@ -123,6 +123,30 @@ def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from nodes(child)
 
 
+def statements_of(run: Callable[[], T]) -> tuple[list[tuple[str, Any]], T]:
+    """Every statement `run()` sent, with its parameters, and its result."""
+    sent: list[tuple[str, Any]] = []
+
+    def keep(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        sent.append((sql, params[0] if many and params else params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
+        result = run()
+    return sent, result
+
+
+def substring_searches(statements: list[tuple[str, Any]]) -> list[str]:
+    """The statements that match a pattern with a leading wildcard (a substring search): no
+    btree index answers one, so on a big table it reads every row."""
+    found = []
+    for sql, params in statements:
+        wild = [p for p in params or () if isinstance(p, str) and p[:1] == "%"]
+        if wild:
+            found.append(f"{wild}: {sql[:300]}")
+    return found
+
+
 def migrate(targets: list[tuple[str, str]]) -> Any:
     """Migrate the test database to `targets`; the models as they were there (tests of
     migrations, with the back_to_latest fixture)."""
