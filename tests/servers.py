@@ -74,33 +74,39 @@ def postgres_stop(server: Server) -> None:
 
 
 @contextmanager
-def postgres(durable: bool = False) -> Iterator[Server]:
+def postgres(durable: bool = False, folder: Path | None = None) -> Iterator[Server]:
     """A new PostgreSQL, fast and not crash-safe (fsync, synchronous_commit and
-    full_page_writes off) unless `durable`: then with PostgreSQL's defaults for those three."""
-    base = Path(tempfile.mkdtemp(prefix="opa-pg-"))
+    full_page_writes off) unless `durable`: then with PostgreSQL's defaults for those three.
+    With `folder`, its data is kept there, and a server already there is started again
+    (`make scale`'s SCALE_KEEP); else it lives in a temporary folder, removed at the end."""
+    base = folder or Path(tempfile.mkdtemp(prefix="opa-pg-"))
+    base.mkdir(parents=True, exist_ok=True)
     as_user: list[str] = []
     if os.geteuid() == 0:
         shutil.chown(base, "postgres", "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
     data, port = base / "data", free_port()
-    subprocess.run(
-        [*as_user, _pg_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-         "-E", "UTF8", "--no-sync"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )  # fmt: skip
+    if not (data / "PG_VERSION").exists():
+        subprocess.run(
+            [*as_user, _pg_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+             "-E", "UTF8", "--no-sync"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )  # fmt: skip
     server = Server("127.0.0.1", port, base, durable)
     postgres_start(server)
     try:
         yield server
     finally:
         subprocess.run(
-            [*as_user, _pg_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            [*as_user, _pg_bin("pg_ctl"), "-D", str(data), "-m", "fast" if folder else "immediate",
+             "stop"],
             capture_output=True,
-            timeout=60,
-        )
-        shutil.rmtree(base, ignore_errors=True)
+            timeout=120,
+        )  # fmt: skip
+        if folder is None:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _wait_for_port(host: str, port: int, process: subprocess.Popen[bytes], what: str) -> None:
