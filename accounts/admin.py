@@ -12,7 +12,7 @@ from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, Ou
 
 from accounts import services
 from accounts.models import AppPassword
-from core.admin import BigTableAdmin
+from core.admin import BigTableAdmin, accounts_with_prefix
 
 User = get_user_model()
 
@@ -32,11 +32,11 @@ class AccountAdmin(BigTableAdmin, UserAdmin):
     indexed_sortable_by = ["username"]
 
     def indexed_search(self, term: str) -> Q | None:
-        """An email address by the index on UPPER(email) (accounts migration 0002), a username
-        prefix by the username's pattern index."""
+        """An email address by the index on UPPER(email) (accounts migration 0002), else the
+        accounts whose username starts with the term."""
         if "@" in term:
             return Q(email__iexact=term)
-        return Q(username__startswith=term)
+        return Q(pk__in=accounts_with_prefix(term))
 
     @admin.action(description="Deactivate selected users (they can no longer log in)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet) -> None:

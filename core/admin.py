@@ -5,6 +5,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
+from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.db import connection
 from django.db.models import Model, Q, QuerySet
@@ -59,6 +60,20 @@ def table_is_big(model: type[Model]) -> bool:
     return _estimated_rows(model._meta.db_table) > EstimatedCountPaginator.COUNT_CAP
 
 
+# A search by the beginning of a username lists the rows of this many accounts at most.
+ACCOUNTS_PER_SEARCH = 100
+
+
+def accounts_with_prefix(term: str) -> list[Any]:
+    """The ids of (at most ACCOUNTS_PER_SEARCH) accounts whose username starts with `term`, read
+    first by the username's pattern index (varchar_pattern_ops). Given as a list of ids, the
+    list's query then reads each table's index by user: joined to the users instead, PostgreSQL
+    guesses how many a prefix matches, and a guess of a hundred made it scan every account in
+    parallel to save the per-row work of the episode actions' titles."""
+    users = get_user_model().objects.filter(username__startswith=term)
+    return list(users.values_list("pk", flat=True)[:ACCOUNTS_PER_SEARCH])
+
+
 class SortableOnlyChangeList(ChangeList):
     """Django's list, which sorts by any column named in the address (`?o=3`) even when the
     column offers no sort: here, only by those `sortable_by` names."""
@@ -90,9 +105,9 @@ class BigTableAdmin(admin.ModelAdmin):
     user_field = "user"
 
     def indexed_search(self, term: str) -> Q | None:
-        """What the term finds through an index (None: nothing). Username prefixes use the
-        username's pattern index (varchar_pattern_ops), then each table's index by user."""
-        return Q(**{f"{self.user_field}__username__startswith": term})
+        """What the term finds through an index (None: nothing): by default the rows of the
+        accounts whose username starts with it (accounts_with_prefix)."""
+        return Q(**{f"{self.user_field}__in": accounts_with_prefix(term)})
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
