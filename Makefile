@@ -76,7 +76,7 @@ soak-hosts: $(VENV)/.dev
 
 # A million accounts (x SCALE, 1) loaded with COPY, every hot request timed against the same
 # accounts of a 1,000-account database, and the plans of every request, admin list and sweep.
-# About 30 minutes and 25 GB of disk at SCALE=1 (bench/README.md).
+# About 30 minutes and 35 GB of disk at its peak at SCALE=1 (bench/README.md).
 scale: $(VENV)/.dev
 	@./scripts/install-servers.sh
 	$(BIN)/python bench/scale.py

@@ -1,7 +1,6 @@
 """Staff's user admin: Django's (create, reset password), with actions that (de)activate users
 through the account services; and a read-only list of app passwords."""
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
@@ -12,7 +11,7 @@ from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, Ou
 
 from accounts import services
 from accounts.models import AppPassword
-from core.admin import BigTableAdmin, accounts_with_prefix
+from core.admin import BigTableAdmin, ReadOnlyAdmin, accounts_with_prefix
 
 User = get_user_model()
 
@@ -22,8 +21,8 @@ admin.site.unregister(User)
 
 @admin.register(User)
 class AccountAdmin(BigTableAdmin, UserAdmin):
-    """Deactivating stops the account: its refresh tokens are refused at once, its access tokens
-    within `AUTH_USER_CACHE_SECONDS` (the web processes' cache of active users)."""
+    """Deactivating stops the account: its refresh and access tokens are refused at once, by
+    every web process (accounts.invalidation)."""
 
     list_display = ["username", "email", "is_active", "is_staff", "last_login"]
     actions = ["deactivate", "activate"]
@@ -34,9 +33,8 @@ class AccountAdmin(BigTableAdmin, UserAdmin):
     def indexed_search(self, term: str) -> Q | None:
         """An email address by the index on UPPER(email) (accounts migration 0002), else the
         accounts whose username starts with the term."""
-        if "@" in term:
-            return Q(email__iexact=term)
-        return Q(pk__in=accounts_with_prefix(term))
+        found = Q(pk__in=accounts_with_prefix(term))
+        return found | Q(email__iexact=term) if "@" in term else found
 
     @admin.action(description="Deactivate selected users (they can no longer log in)")
     def deactivate(self, request: HttpRequest, queryset: QuerySet) -> None:
@@ -44,8 +42,7 @@ class AccountAdmin(BigTableAdmin, UserAdmin):
         changed = services.user_deactivate(user_ids=selected, acting_user=request.user)
         self.message_user(
             request,
-            f"Deactivated {changed} user(s). Their access tokens stop working within "
-            f"{settings.AUTH_USER_CACHE_SECONDS} seconds.",
+            f"Deactivated {changed} user(s). Their sessions and tokens stop working now.",
             messages.SUCCESS,
         )
         if request.user.pk in selected:
@@ -86,13 +83,14 @@ admin.site.unregister(BlacklistedToken)
 
 
 @admin.register(OutstandingToken)
-class OutstandingTokenAdmin(BigTableAdmin, token_admin.OutstandingTokenAdmin):
+class OutstandingTokenAdmin(BigTableAdmin, ReadOnlyAdmin, token_admin.OutstandingTokenAdmin):
     ordering = ("-id",)
     search_help_text = "A username or its beginning."
 
 
+# Read-only too: deleting a row of the blacklist would bring a revoked refresh token back.
 @admin.register(BlacklistedToken)
-class BlacklistedTokenAdmin(BigTableAdmin, token_admin.BlacklistedTokenAdmin):
+class BlacklistedTokenAdmin(BigTableAdmin, ReadOnlyAdmin, token_admin.BlacklistedTokenAdmin):
     ordering = ("-id",)
     search_help_text = "A username or its beginning."
     user_field = "token__user"

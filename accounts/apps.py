@@ -12,7 +12,8 @@ class AccountsConfig(AppConfig):
         from accounts.authentication import forget_changed_user
         from accounts.sessions import mark_signed_in_session
 
-        # A changed or removed user is read again by this process's next request at once.
+        # A changed or removed user is read again at once by the next request of this process and,
+        # once the change commits, of every other (accounts.invalidation).
         for name, signal in (("post_save", post_save), ("post_delete", post_delete)):
             signal.connect(
                 forget_changed_user,

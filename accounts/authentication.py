@@ -20,6 +20,7 @@ from rest_framework_simplejwt.exceptions import AuthenticationFailed, InvalidTok
 from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.tokens import Token
 
+from accounts import invalidation
 from accounts.models import AppPassword
 from core import clock
 from core.db import sql
@@ -31,25 +32,43 @@ class _ActiveUsers:
     per process.
 
     Reading the user on every request costs a database round trip (bench/README.md,
-    "accounts.authentication.active_users"). Only active users are kept, so a deactivation or a
-    new password takes effect in every web process within the cache's lifetime, and at once in
-    the process that made it (`forget`).
+    "accounts.authentication.active_users"). Only active users are kept, and a change to one
+    (`forget`: a new password, a deactivation, a removal) is dropped at once by the process that
+    made it and, once committed, announced to every other through Redis (accounts.invalidation).
+    With Redis configured, a process trusts its cache only while it hears those announcements;
+    without Redis there is one process, whose own forget is enough.
+
+    A request that read the user before a change committed must not put back what the change's
+    announcement just dropped: it takes `generation()` before its read and hands it to `add` or
+    `add_user`, which add nothing if anything was forgotten since.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # gunicorn's gthread workers share the cache
         self._known: TTLCache[Any, tuple[str, AbstractBaseUser | None]] | None = None
+        self._generation = 0  # bumped by every forget and clear
+        self.changes = invalidation.Subscriber(forget=self._forget_announced, clear=self.clear)
 
     def _cache(self) -> TTLCache[Any, tuple[str, AbstractBaseUser | None]]:
         if self._known is None:  # made on first use, when the settings are known
             self._known = TTLCache(maxsize=100_000, ttl=settings.AUTH_USER_CACHE_SECONDS)
         return self._known
 
-    def _get(self, user_id: Any) -> tuple[str, AbstractBaseUser | None] | None:
+    def _trusted(self) -> bool:
         if not settings.AUTH_USER_CACHE_SECONDS:
+            return False
+        # Several processes: only while this one hears what the others change.
+        return not invalidation.enabled() or self.changes.listening()
+
+    def _get(self, user_id: Any) -> tuple[str, AbstractBaseUser | None] | None:
+        if not self._trusted():
             return None
         with self._lock:
             return self._cache().get(user_id)
+
+    def generation(self) -> int:
+        """Taken before reading a user from the database, for `add` and `add_user`."""
+        return self._generation
 
     def mark(self, user_id: Any) -> str | None:
         """The password mark of the user, if this process found them active a moment ago."""
@@ -62,32 +81,50 @@ class _ActiveUsers:
         known = self._get(user_id)
         return None if known is None or known[1] is None else copy.copy(known[1])
 
-    def add(self, user_id: Any, mark: str) -> None:
+    def add(self, user_id: Any, mark: str, generation: int | None = None) -> None:
+        """Remember an active user's mark, read since `generation` (None: the caller knows it
+        is current)."""
         if settings.AUTH_USER_CACHE_SECONDS:
             with self._lock:
-                self._cache()[user_id] = (mark, None)
+                if generation is None or generation == self._generation:
+                    self._cache()[user_id] = (mark, None)
 
-    def add_user(self, user: AbstractBaseUser) -> None:
-        """Remember an active user read whole (its password hash gives its mark)."""
+    def add_user(self, user: AbstractBaseUser, generation: int | None = None) -> None:
+        """Remember an active user read whole (its password hash gives its mark), read since
+        `generation` (None: the caller knows it is current)."""
         if settings.AUTH_USER_CACHE_SECONDS and user.is_active:
             with self._lock:
-                self._cache()[user.pk] = (password_mark(user.password), copy.copy(user))
+                if generation is None or generation == self._generation:
+                    self._cache()[user.pk] = (password_mark(user.password), copy.copy(user))
 
-    def forget(self, user_ids: Iterable[Any]) -> None:
-        """Forget the users now, and again once the change commits: a request of this process
-        reading the row before then would find them still active and remember them again."""
+    def forget(self, user_ids: Iterable[Any], *, announce: bool = True) -> None:
+        """Forget the users now, and again once the change commits, when it is announced to the
+        other processes (unless not `announce`): a request reading the row before then would
+        find them still active, and must not remember them."""
         user_ids = list(user_ids)
         self._forget(user_ids)
-        transaction.on_commit(lambda: self._forget(user_ids))
+        transaction.on_commit(lambda: self._committed(user_ids, announce))
+
+    def _committed(self, user_ids: list[Any], announce: bool) -> None:
+        self._forget(user_ids)
+        if announce:
+            invalidation.publish(user_ids)
+
+    def _forget_announced(self, user_ids: list[Any]) -> None:
+        # As JSON gave them: the cache's keys are the user model's own (an int, a UUID ...).
+        to_python = get_user_model()._meta.pk.to_python
+        self._forget([to_python(user_id) for user_id in user_ids])
 
     def _forget(self, user_ids: list[Any]) -> None:
         with self._lock:
+            self._generation += 1
             for user_id in user_ids:
                 if self._known is not None:
                     self._known.pop(user_id, None)
 
     def clear(self) -> None:
         with self._lock:
+            self._generation += 1
             self._known = None
 
 
@@ -139,14 +176,22 @@ def current_user(user_id: Any, state: AccountState | None = None) -> AbstractBas
         and known.get_username() == state.username
     ):
         return known
+    generation = active_users.generation()
     user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
     if user is not None:
-        active_users.add_user(user)
+        active_users.add_user(user, generation)
     return user
 
 
 def forget_changed_user(sender: Any, instance: AbstractBaseUser, **kwargs: Any) -> None:
     """Receiver of the user model's post_save and post_delete (AccountsConfig.ready)."""
+    # A sign-in saves the last login alone (update_last_login), on each Basic sign-in of an app
+    # that keeps no cookie: it changes nothing any process decides on (password, active,
+    # username), so it is neither forgotten nor announced, which would cost it a round trip to
+    # Redis, every process its entry of the user, and the sign-in its own (it remembers the user
+    # it signed in only if no change came since it began: accounts.sessions).
+    if kwargs.get("update_fields") == frozenset({"last_login"}):
+        return
     active_users.forget([instance.pk])
 
 
@@ -271,6 +316,7 @@ class BearerAuthentication(JWTAuthentication):
         else:
             mark = active_users.mark(user_id)
             if mark is None:
+                generation = active_users.generation()
                 with connection.cursor() as cursor:
                     cursor.execute(
                         f"SELECT password FROM {model._meta.db_table}"
@@ -281,7 +327,7 @@ class BearerAuthentication(JWTAuthentication):
                 if row is None:
                     raise AuthenticationFailed("User not found or inactive", code="user_inactive")
                 mark = password_mark(row[0])
-                active_users.add(user_id, mark)
+                active_users.add(user_id, mark, generation)
             if not constant_time_compare(mark, issued_under):
                 raise AuthenticationFailed(
                     "The account's password has changed: sign in again", code="password_changed"

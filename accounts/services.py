@@ -162,9 +162,8 @@ def token_logout(*, refresh_token: str) -> None:
 
 def user_deactivate(*, user_ids: Collection[Any], acting_user: Any) -> int:
     """Deactivate the users, except `acting_user` (a staff member locking themselves out by a
-    slip of the checkbox); returns how many changed. Their refresh tokens are refused at once,
-    their access tokens within AUTH_USER_CACHE_SECONDS (each web process's cache of active
-    users)."""
+    slip of the checkbox); returns how many changed. Their refresh and access tokens are
+    refused at once, by every web process (the change is announced: accounts.invalidation)."""
     leaving = [pk for pk in user_ids if pk != acting_user.pk]
     changed = get_user_model().objects.filter(pk__in=leaving).update(is_active=False)
     active_users.forget(leaving)  # update() sends no signal

@@ -51,6 +51,8 @@ from core.db import sql
 # The surface a session was signed in on, and the app password it was made with, if any.
 SURFACE_SESSION_KEY = "_surface"
 APP_PASSWORD_SESSION_KEY = "_app_password_id"
+# The request's attribute holding active_users' generation when the request began.
+USERS_GENERATION = "_active_users_generation"
 APP = "app"
 BROWSER = "browser"
 
@@ -79,7 +81,9 @@ def mark_signed_in_session(sender: Any, request: HttpRequest | None, **kwargs: A
         session.pop(APP_PASSWORD_SESSION_KEY, None)
     elif isinstance(user := kwargs.get("user"), AbstractBaseUser):
         # Read and saved (its last login) a moment ago: the app's next request needs no query.
-        active_users.add_user(user)
+        # Unless a change of the account was announced since this request began (its password
+        # changed elsewhere while this sign-in checked the old one): then it is not remembered.
+        active_users.add_user(user, generation=getattr(request, USERS_GENERATION, -1))
 
 
 class _AppSessions:
@@ -245,6 +249,9 @@ class SessionSurfaceMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # Before any read of the account: a sign-in remembers its user only if no change of an
+        # account was announced since (mark_signed_in_session).
+        setattr(request, USERS_GENERATION, active_users.generation())
         if hasattr(request, "user"):  # not on /v1/: bearer tokens only, no session
             request.user = SimpleLazyObject(lambda: _user_here(request))  # type: ignore[assignment]
         return self.get_response(request)

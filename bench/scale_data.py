@@ -130,6 +130,13 @@ def device_pk(account: int, laptop: bool = False) -> int:
     return 2 * (account - 1) + (2 if laptop else 1)
 
 
+def identity(**fields: Any) -> str:
+    """The action's identity as the service computes it on upload (its duplicate check)."""
+    from episodes.actions import identity as computed
+
+    return computed(**fields)
+
+
 @cache
 def feed_key(url: str) -> str:
     from subscriptions import feeds
@@ -146,6 +153,10 @@ def episode_key(url: str) -> str:
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def text(value: int | None) -> str:
+    return N if value is None else str(value)
 
 
 # --- the rows of each table, as COPY's text lines --------------------------------------------
@@ -169,7 +180,7 @@ def subscriptions(shape: Shape, fixed: dict[str, str]) -> Iterator[str]:
             if k == 0:
                 guid_changed = stamp(at + 86400)
             elif k == 8 and a % 5 == 0:
-                deleted, subscribed = stamp(at + 2 * 86400), "f"
+                deleted, subscribed, changed = stamp(at + 2 * 86400), "f", at + 2 * 86400
             elif k == 9:
                 subscribed, changed = "f", at + 3 * 86400
             url = feed_url(shape.feed_of(a, k))
@@ -247,13 +258,17 @@ def episode_actions(shape: Shape, fixed: dict[str, str]) -> Iterator[str]:
             guid = episode_guid(feed, episode) if j % 2 == 0 else ""
             received = action_received(a, j)
             if j % 4 == 0:
-                action, started, position, total = "download", N, N, N
+                action, started, position, total = "download", None, None, None
             else:
-                action, started, position, total = "play", "0", str(60 * j), "1800"
+                action, started, position, total = "play", 0, 60 * j, 1800
+            device = "laptop" if j % 2 else "phone"
+            key = identity(podcast=podcast, episode=url, action=action, timestamp=T0 + timedelta(
+                seconds=received - 10), device=device, guid=guid, started=started,
+                position=position, total=total)  # fmt: skip
             yield (
                 f"{(a - 1) * ACTIONS + j + 1}\t{podcast}\t{feed_key(podcast)}\t{url}\t{action}\t"
-                f"{stamp(received - 10)}\t{stamp(received)}\t{guid}\t{started}\t{position}\t"
-                f"{total}\t{sha(f'{a}:{j}')}\t{device_pk(a, laptop=j % 2 == 1)}\t{a}\t"
+                f"{stamp(received - 10)}\t{stamp(received)}\t{guid}\t{text(started)}\t"
+                f"{text(position)}\t{text(total)}\t{key}\t{device_pk(a, laptop=j % 2 == 1)}\t{a}\t"
                 f"{episode_key(url)}\n"
             )
 

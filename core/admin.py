@@ -31,9 +31,14 @@ class EstimatedCountPaginator(Paginator):
     actions, subscriptions or accounts to number the pages would read the whole table on every
     list page. Unfiltered, the count is PostgreSQL's own estimate once that is past COUNT_CAP;
     filtered (a search, a filter), rows are counted up to COUNT_CAP + 1 only (the list then
-    says that many, and its last pages are out of reach: search closer)."""
+    says that many). Either way the pages end at the COUNT_CAP-th row: a page further on would
+    make PostgreSQL walk past every row before it (OFFSET). Search closer instead."""
 
     COUNT_CAP = 10_000
+
+    @cached_property
+    def num_pages(self) -> int:
+        return min(super().num_pages, max(1, -(-self.COUNT_CAP // self.per_page)))
 
     @cached_property
     def count(self) -> int:
@@ -53,11 +58,16 @@ def _estimated_rows(table: str) -> int:
 
 
 def table_is_big(model: type[Model]) -> bool:
-    """Past EstimatedCountPaginator.COUNT_CAP rows by PostgreSQL's estimate. (Never on SQLite,
-    the embedded default of a home server, which has no estimate.)"""
+    """Past EstimatedCountPaginator.COUNT_CAP rows by PostgreSQL's estimate, or, in a table never
+    analysed (a restore, a bulk load), by looking for the row after them. (Never on SQLite, the
+    embedded default of a home server, which has no estimate.)"""
     if connection.vendor != "postgresql":
         return False
-    return _estimated_rows(model._meta.db_table) > EstimatedCountPaginator.COUNT_CAP
+    cap = EstimatedCountPaginator.COUNT_CAP
+    estimate = _estimated_rows(model._meta.db_table)
+    if estimate < 0:
+        return model._default_manager.all()[cap : cap + 1].exists()
+    return estimate > cap
 
 
 # A search by the beginning of a username lists the rows of this many accounts at most.
@@ -65,13 +75,16 @@ ACCOUNTS_PER_SEARCH = 100
 
 
 def accounts_with_prefix(term: str) -> list[Any]:
-    """The ids of (at most ACCOUNTS_PER_SEARCH) accounts whose username starts with `term`, read
-    first by the username's pattern index (varchar_pattern_ops). Given as a list of ids, the
+    """The ids of the account named `term`, if any, and of others whose username starts with it
+    (ACCOUNTS_PER_SEARCH in all, any of them: case counts), read first by the username's
+    indexes (unique, and varchar_pattern_ops for the prefix). Given as a list of ids, the
     list's query then reads each table's index by user: joined to the users instead, PostgreSQL
     guesses how many a prefix matches, and a guess of a hundred made it scan every account in
     parallel to save the per-row work of the episode actions' titles."""
-    users = get_user_model().objects.filter(username__startswith=term)
-    return list(users.values_list("pk", flat=True)[:ACCOUNTS_PER_SEARCH])
+    users = get_user_model().objects
+    exact = list(users.filter(username=term).values_list("pk", flat=True))
+    started = users.filter(username__startswith=term).exclude(pk__in=exact)
+    return exact + list(started.values_list("pk", flat=True)[: ACCOUNTS_PER_SEARCH - len(exact)])
 
 
 class SortableOnlyChangeList(ChangeList):
@@ -99,6 +112,9 @@ class BigTableAdmin(admin.ModelAdmin):
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     indexed_list_filter: Sequence[Any] = ()
+    # Lookups an address may ask for by hand (`?user__id__exact=7`: the users' list links to
+    # their rows), besides those of `indexed_list_filter`.
+    indexed_lookups: Sequence[str] = ("user__id__exact",)
     # Sorting by any other column would sort the whole table: the list keeps its own order,
     # which an index reads (the primary key's, backwards, unless the admin says otherwise).
     indexed_sortable_by: Sequence[str] = ()
@@ -127,6 +143,15 @@ class BigTableAdmin(admin.ModelAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return SortableOnlyChangeList
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        """On a big table, only the lookups an index answers, even typed into the address:
+        Django allows any of the model's own fields (`?podcast__icontains=` would read all)."""
+        if table_is_big(self.model):
+            allowed = {*self.indexed_lookups, *(f"{name}__exact" for name in
+                       self.indexed_list_filter if isinstance(name, str))}  # fmt: skip
+            return lookup in allowed
+        return super().lookup_allowed(lookup, value, request)
 
     def get_sortable_by(self, request: HttpRequest) -> Any:
         if table_is_big(self.model):

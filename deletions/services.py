@@ -254,8 +254,8 @@ def account_deletion_request(*, user: Any) -> AccountDeletion:
     already pending, if any). The task is sent after commit.
 
     The account is deactivated now: its sessions, gpodder credentials and app passwords stop
-    working at once, its refresh tokens are revoked, and its access tokens are refused within
-    AUTH_USER_CACHE_SECONDS (each web process's cache of active users).
+    working at once, its refresh tokens are revoked, and its access tokens are refused at once
+    by every web process (accounts.invalidation).
     """
     staff = get_user_model().objects.filter(is_staff=True, is_active=True)
     if user.is_staff and not staff.exclude(pk=user.pk).exists():

@@ -70,6 +70,7 @@ class FeedEpisodeAdmin(BigTableAdmin, ReadOnlyAdmin):
     search_fields = ["title", "=guid", "url"]
     search_help_text = "A title, guid or episode URL; once the catalogue is big, the feed's URL."
     ordering = ["-id"]
+    indexed_lookups = ("feed__id__exact",)  # the feed check's link to its episodes
     show_full_result_count = False
     fields = readonly_fields = (
         "feed",

@@ -72,7 +72,7 @@ class SubscriptionAdmin(BigTableAdmin):
     list_filter = ["is_subscribed", DeletedFilter]
     search_fields = ["feed_url", "feed_history__url", "=guid_history__guid", "user__username"]
     search_help_text = (
-        "A feed URL (any spelling, current or earlier), or a username or its beginning."
+        "A username or its beginning, or a feed URL (on a big table: in any spelling)."
     )
     list_select_related = ["user"]
     readonly_fields = [

@@ -9,8 +9,19 @@ INDEX = "auth_user_email_upper_idx"
 
 
 def create(apps, schema_editor):
-    concurrently = "CONCURRENTLY " if schema_editor.connection.vendor == "postgresql" else ""
-    cast = "::text" if schema_editor.connection.vendor == "postgresql" else ""
+    postgresql = schema_editor.connection.vendor == "postgresql"
+    concurrently = "CONCURRENTLY " if postgresql else ""
+    cast = "::text" if postgresql else ""
+    if postgresql:
+        # A concurrent build that failed or was cancelled leaves an invalid index of this name,
+        # which IF NOT EXISTS would keep: build it again.
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(%s) AND NOT indisvalid",
+                [INDEX],
+            )
+            if cursor.fetchone():
+                schema_editor.execute(f"DROP INDEX CONCURRENTLY {INDEX}")
     schema_editor.execute(
         f"CREATE INDEX {concurrently}IF NOT EXISTS {INDEX} ON auth_user (UPPER(email{cast}))"
     )

@@ -277,9 +277,9 @@ MAX_APP_PASSWORDS = env.int("MAX_APP_PASSWORDS", default=50)
 # reinstall often a new one, so a person gathers some in a few years; 100 leaves room for that
 # and bounds the device lists, which the gpodder API answers whole.
 MAX_DEVICES = env.int("MAX_DEVICES", default=100)
-# How long a web process trusts that a token's user is still active before reading it again
-# (accounts.authentication.active_users): a deactivation reaches every process within this; 0
-# reads it on every request.
+# How long a web process may remember that a token's user is active before reading it again
+# (accounts.authentication.active_users); a change of password or a deactivation is announced to
+# every process through Redis at once (accounts.invalidation). 0 reads it on every request.
 AUTH_USER_CACHE_SECONDS = env.int("AUTH_USER_CACHE_SECONDS", default=10)
 # How long a web process may hold the requests it counted before adding them to the shared
 # counts in Redis, while a client has used at most half its rate (api.throttles); 0 sends
