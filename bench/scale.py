@@ -542,7 +542,7 @@ def plans(pg: servers.Server) -> list[str]:
                 "/v1/auth/login", {"username": name, "password": data.PASSWORD},
                 content_type="application/json")),
             ("/v1/ token refresh", lambda: DjangoClient().post(
-                "/v1/auth/refresh", {"refresh": refresh}, content_type="application/json")),
+                "/v1/auth/refresh", {"refresh_token": refresh}, content_type="application/json")),
             ("the JSON export", lambda: b"".join(browser.get("/data/everything.json"))),
             ("an account's deletion, in the worker", lambda: account_deletion_process(
                 deletion_id=account_deletion_request(user=get_user_model().objects.filter(
