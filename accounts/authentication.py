@@ -97,18 +97,17 @@ class _ActiveUsers:
                 if generation is None or generation == self._generation:
                     self._cache()[user.pk] = (password_mark(user.password), copy.copy(user))
 
-    def forget(self, user_ids: Iterable[Any], *, announce: bool = True) -> None:
+    def forget(self, user_ids: Iterable[Any]) -> None:
         """Forget the users now, and again once the change commits, when it is announced to the
-        other processes (unless not `announce`): a request reading the row before then would
-        find them still active, and must not remember them."""
+        other processes: a request reading the row before then would find them still active,
+        and must not remember them."""
         user_ids = list(user_ids)
         self._forget(user_ids)
-        transaction.on_commit(lambda: self._committed(user_ids, announce))
+        transaction.on_commit(lambda: self._committed(user_ids))
 
-    def _committed(self, user_ids: list[Any], announce: bool) -> None:
+    def _committed(self, user_ids: list[Any]) -> None:
         self._forget(user_ids)
-        if announce:
-            invalidation.publish(user_ids)
+        invalidation.publish(user_ids)
 
     def _forget_announced(self, user_ids: list[Any]) -> None:
         # As JSON gave them: the cache's keys are the user model's own (an int, a UUID ...).
