@@ -120,6 +120,14 @@ class BigTableAdmin(admin.ModelAdmin):
     indexed_sortable_by: Sequence[str] = ()
     user_field = "user"
 
+    def is_big(self, request: HttpRequest) -> bool:
+        """table_is_big, asked once per request: a list page asks it for its search, its
+        filters, each lookup of the address and its sorts."""
+        known = request.__dict__.setdefault("_big_tables", {})
+        if self.model not in known:
+            known[self.model] = table_is_big(self.model)
+        return bool(known[self.model])
+
     def indexed_search(self, term: str) -> Q | None:
         """What the term finds through an index (None: nothing): by default the rows of the
         accounts whose username starts with it (accounts_with_prefix)."""
@@ -128,7 +136,7 @@ class BigTableAdmin(admin.ModelAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
-        if not table_is_big(self.model):
+        if not self.is_big(request):
             return super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
         if not term:
@@ -137,7 +145,7 @@ class BigTableAdmin(admin.ModelAdmin):
         return (queryset.none() if found is None else queryset.filter(found)), False
 
     def get_list_filter(self, request: HttpRequest) -> Any:
-        if table_is_big(self.model):
+        if self.is_big(request):
             return self.indexed_list_filter
         return super().get_list_filter(request)
 
@@ -147,13 +155,13 @@ class BigTableAdmin(admin.ModelAdmin):
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         """On a big table, only the lookups an index answers, even typed into the address:
         Django allows any of the model's own fields (`?podcast__icontains=` would read all)."""
-        if table_is_big(self.model):
+        if self.is_big(request):
             allowed = {*self.indexed_lookups, *(f"{name}__exact" for name in
                        self.indexed_list_filter if isinstance(name, str))}  # fmt: skip
             return lookup in allowed
         return super().lookup_allowed(lookup, value, request)
 
     def get_sortable_by(self, request: HttpRequest) -> Any:
-        if table_is_big(self.model):
+        if self.is_big(request):
             return self.indexed_sortable_by
         return super().get_sortable_by(request)

@@ -78,7 +78,7 @@ class EpisodeActionAdmin(BigTableAdmin, ReadOnlyAdmin):
         episode of another feed)."""
         found, duplicates = super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
-        if not term or table_is_big(EpisodeAction) or table_is_big(FeedEpisode):
+        if not term or self.is_big(request) or table_is_big(FeedEpisode):
             # Neither the titles nor the guids and URL keys across accounts have an index.
             return found, duplicates
         episodes = FeedEpisode.objects.filter(title__icontains=term).values_list(

@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from core.admin import BigTableAdmin, ReadOnlyAdmin, table_is_big
+from core.admin import BigTableAdmin, ReadOnlyAdmin
 from feedchecks.models import FeedCheck, FeedEpisode
 from subscriptions import feeds
 
@@ -43,7 +43,7 @@ class FeedCheckAdmin(BigTableAdmin, ReadOnlyAdmin):
     def get_ordering(self, request: HttpRequest) -> Any:
         """Last checked first while the table is small; on a big one newest first, by the
         primary key (`checked` has no index: every check writes it)."""
-        return ["-id"] if table_is_big(FeedCheck) else super().get_ordering(request)
+        return ["-id"] if self.is_big(request) else super().get_ordering(request)
 
     @admin.display(description="episodes")
     def episodes(self, check: FeedCheck) -> str:

@@ -880,3 +880,18 @@ def test_the_episode_title_search_is_off_while_the_catalogue_is_big(admin_client
     )
     _, statements = big_list(admin_client, "/admin/episodes/episodeaction/", {"q": "Pilot"})
     assert not any('UPPER("feedchecks_feedepisode"."title"' in sql for sql, _ in statements)
+
+
+def test_a_big_list_asks_for_its_tables_size_once_per_page(admin_client, big, monkeypatch):
+    """Its search, filters, each lookup of the address and its sorts share one answer; the
+    paginator (which has no request) asks once more."""
+    asked: list[str] = []
+
+    def estimate(table: str) -> int:
+        asked.append(table)
+        return 1_000_000
+
+    monkeypatch.setattr(core.admin, "_estimated_rows", estimate)
+    response = admin_client.get(DELETIONS, {"q": "alic", "status__exact": "PENDING", "o": "2"})
+    assert response.status_code == 200
+    assert asked.count("deletions_deletion") <= 2, asked
