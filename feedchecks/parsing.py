@@ -21,6 +21,7 @@ import feedparser
 from defusedxml import DefusedXmlException
 from defusedxml.sax import make_parser
 
+from core.text import is_xml_text, xml_text
 from subscriptions import feeds
 
 # The podcast namespace's URI, as feeds write it.
@@ -179,7 +180,9 @@ def feed_items(entries: list[dict], *, kept: int) -> tuple[FeedItem, ...]:
 def _feed_item(entry: dict) -> FeedItem | None:
     guid = entry.get("id")
     guid = guid.strip() if isinstance(guid, str) else ""
-    if len(guid) > MAX_GUID_LENGTH or any(unicodedata.category(ch) in ("Cc", "Cs") for ch in guid):
+    if len(guid) > MAX_GUID_LENGTH or not is_xml_text(guid) or any(
+        unicodedata.category(ch) in ("Cc", "Cs") for ch in guid
+    ):
         guid = ""
     url = _enclosure(entry)
     url_key = feeds.url_key_digest(url) if url else ""
@@ -230,11 +233,12 @@ def _duration(value: object) -> int | None:
 
 
 def plain_text(value: object) -> str:
-    """A title as plain text: markup and entities resolved, control characters dropped,
-    whitespace collapsed, at most MAX_TITLE_LENGTH characters. The pages escape it again."""
+    """A title as plain text: markup and entities resolved, control characters and the others
+    XML 1.0 refuses dropped (an entity may spell U+FFFF), whitespace collapsed, at most
+    MAX_TITLE_LENGTH characters. The pages escape it again."""
     if not isinstance(value, str):
         return ""
-    text = html.unescape(_TAG.sub(" ", value))
+    text = xml_text(html.unescape(_TAG.sub(" ", value)))
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs", "Cf"))
     return " ".join(text.split())[:MAX_TITLE_LENGTH].rstrip()
 

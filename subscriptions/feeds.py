@@ -27,7 +27,9 @@ class InvalidFeedUrl(ValueError):
 
 
 def _bad_character(ch: str) -> bool:
-    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cs")
+    # U+FFFE and U+FFFF are the characters besides controls and surrogates that XML 1.0 refuses:
+    # a URL holding one would make the OPML export that names it ill-formed.
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cs") or ch in "\ufffe\uffff"
 
 
 def check_feed_url(url: str) -> None:

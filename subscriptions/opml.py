@@ -3,7 +3,7 @@ writing the user's.
 
 Reading goes through defusedxml with DTDs forbidden, so a billion-laughs bomb or an external
 entity (`file:///etc/passwd`) is refused before anything is expanded or fetched. Writing goes
-through xml.etree, which escapes every attribute value.
+through xml.etree, which escapes every attribute value, with only the characters XML allows.
 """
 
 import xml.etree.ElementTree as ET
@@ -16,6 +16,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
 from core.exceptions import InvalidInput
+from core.text import xml_text
 
 CONTENT_TYPE = "text/x-opml; charset=utf-8"
 
@@ -77,13 +78,16 @@ def opml_render(*, feeds: Iterable[OpmlFeed], created: datetime, owner: str = ""
     ET.SubElement(head, "title").text = "Podcast subscriptions"
     ET.SubElement(head, "dateCreated").text = format_datetime(created, usegmt=True)
     if owner:
-        ET.SubElement(head, "ownerName").text = owner
+        ET.SubElement(head, "ownerName").text = xml_text(owner)
     body = ET.SubElement(root, "body")
     for feed in feeds:
-        outline = ET.SubElement(body, "outline", type="rss", text=feed.title or feed.url)
-        if feed.title:
-            outline.set("title", feed.title)
-        outline.set("xmlUrl", feed.url)
+        # Stored before the rules kept such characters out (core.text): one would make the
+        # whole document unreadable, to our own import too.
+        url, title = xml_text(feed.url), xml_text(feed.title or "")
+        outline = ET.SubElement(body, "outline", type="rss", text=title or url)
+        if title:
+            outline.set("title", title)
+        outline.set("xmlUrl", url)
     ET.indent(root)
     # Our own declaration: ElementTree's uses single quotes, which some importers mishandle.
     document = ET.tostring(root, encoding="unicode")

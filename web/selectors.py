@@ -15,6 +15,7 @@ from django.db.models.functions import Coalesce, Lower, NullIf
 from api.fields import format_timestamp
 from core import clock
 from core.exceptions import NotFound
+from core.text import xml_text
 from deletions.models import Deletion
 from episodes.models import EpisodeAction
 from feedchecks.catalogue import episode_match_sql, episode_title_sql, episodes_by_id
@@ -256,7 +257,7 @@ def everything(*, user: Any) -> Iterator[bytes]:
             {
                 "guid": str(sub.guid),
                 "feed_url": sub.feed_url,
-                "title": getattr(sub, "feed_title", "") or None,
+                "title": xml_text(getattr(sub, "feed_title", "")) or None,
                 "is_subscribed": sub.is_subscribed,
                 "deleted": _when(sub.deleted),
                 "created": _when(sub.created),
@@ -313,7 +314,7 @@ def everything(*, user: Any) -> Iterator[bytes]:
             "device": device_id,
         }
         if title:  # the episode's name in its feed, when a feed check has it
-            item["episode_title"] = title
+            item["episode_title"] = xml_text(title)
         if guid:
             item["guid"] = guid
         if action == EpisodeAction.Action.PLAY:
