@@ -80,7 +80,10 @@ def start(request: HttpRequest) -> JsonResponse:
         if wait is not None:
             response["Retry-After"] = str(max(1, math.ceil(wait)))
         return response
-    started = flows.login_flow_start(client_name=request.META.get("HTTP_USER_AGENT", ""))
+    started = flows.login_flow_start(
+        client_name=request.META.get("HTTP_USER_AGENT", ""),
+        address=LoginFlowThrottle().get_ident(request),  # type: ignore[arg-type]
+    )
     # The poll endpoint under the prefix the app used (/index.php/ or none), as Nextcloud does.
     prefix = "/index.php" if request.path_info.lstrip("/").startswith("index.php/") else ""
     return _json(

@@ -7,6 +7,7 @@ once, and deletes the flow: the password itself is never stored anywhere, only i
 """
 
 import hashlib
+import ipaddress
 import logging
 import re
 import secrets
@@ -86,9 +87,18 @@ def _live() -> QuerySet[LoginFlow]:
     return LoginFlow.objects.filter(created__gt=clock.now() - FLOW_LIFETIME)
 
 
-def login_flow_start(*, client_name: str) -> StartedFlow:
-    """Start a flow for the app named `client_name` (client_name_of); returns its two tokens,
-    which are kept only as digests. Deletes the flows that have expired meanwhile."""
+def address_of(value: object) -> str | None:
+    """A client address as the throttles see it, when it is one; None for anything else."""
+    try:
+        return str(ipaddress.ip_address(value.strip())) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def login_flow_start(*, client_name: str, address: str | None = None) -> StartedFlow:
+    """Start a flow for the app named `client_name` (client_name_of), from the client `address`;
+    returns its two tokens, which are kept only as digests. Deletes the flows that have expired
+    meanwhile."""
     now = clock.now()
     LoginFlow.objects.filter(created__lte=now - FLOW_LIFETIME).delete()
     poll_token, login_token = _token(), _token()
@@ -97,6 +107,7 @@ def login_flow_start(*, client_name: str) -> StartedFlow:
         login_digest=_sha256(login_token),
         client_name=client_name_of(client_name),
         created=now,
+        started_from=address_of(address),
     )
     return StartedFlow(poll_token=poll_token, login_token=login_token)
 

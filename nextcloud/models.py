@@ -34,6 +34,11 @@ class LoginFlow(models.Model):
         max_length=100, help_text="The app that asks, from its User-Agent."
     )
     created = models.DateTimeField(db_index=True)
+    # Shown on the page the person allows the app on, so that a link someone else started (a
+    # phishing copy naming a real app) can be told from their own app's.
+    started_from = models.GenericIPAddressField(
+        null=True, blank=True, help_text="The address the app started the flow from."
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

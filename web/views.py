@@ -21,6 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from rest_framework.exceptions import Throttled
+from rest_framework.throttling import BaseThrottle
 
 from accounts import selectors as account_selectors
 from accounts import services as accounts
@@ -480,7 +481,10 @@ def login_flow(request: HttpRequest, token: str) -> HttpResponse:
     flow = _found(lambda: flows.login_flow_pending(login_token=token))
     if not _signed_in(request):
         return redirect_to_login(request.get_full_path())
-    context: dict[str, Any] = {"flow": flow, "token": token}
+    # Where this browser is, beside where the flow was started: an app on the same phone or
+    # network usually shares its address, and a link someone else started usually does not.
+    here = flows.address_of(BaseThrottle().get_ident(request))  # type: ignore[arg-type]
+    context: dict[str, Any] = {"flow": flow, "token": token, "here": here, "now": clock.now()}
     status = 200
     if request.method == "POST":
         decision = request.POST.get("decision")

@@ -422,6 +422,37 @@ def test_the_page_is_a_page_of_the_site(db: None, page: Client) -> None:
     assert "csrfmiddlewaretoken" in text
 
 
+def test_the_page_says_where_and_when_the_flow_was_started(
+    db: None, page: Client, clock: Clock
+) -> None:
+    """A link someone else started, naming a real app, must be told apart from one's own: the
+    page shows the address the app started from, whether this browser shares it, and when."""
+    mine = start(REMOTE_ADDR="198.51.100.7")
+    theirs = start(REMOTE_ADDR="203.0.113.66")
+    assert LoginFlow.objects.get(client_name=ANTENNAPOD, started_from="198.51.100.7")
+    clock.advance(seconds=180)
+
+    own = page.get(login_path(mine), REMOTE_ADDR="198.51.100.7").content.decode()
+    assert "198.51.100.7</span>, the address this browser uses too" in own
+    assert "3\xa0minutes ago" in own
+    assert "Check before you allow" not in own
+
+    other = page.get(login_path(theirs), REMOTE_ADDR="198.51.100.7").content.decode()
+    assert "203.0.113.66</span>, not this browser's address" in other
+    assert "198.51.100.7" in other
+    assert "Check before you allow" in other
+    assert "someone may have sent you this link" in other
+
+
+def test_a_flow_from_an_address_that_is_no_address_is_from_an_unknown_one(
+    db: None, page: Client
+) -> None:
+    flows.login_flow_start(client_name=ANTENNAPOD, address="not an address")
+    assert LoginFlow.objects.get().started_from is None
+    assert flows.address_of("2001:db8::1 ") == "2001:db8::1"
+    assert flows.address_of(None) is None
+
+
 @pytest.mark.parametrize(
     "token",
     [
