@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import apps  # noqa: E402
+from bench import apps, feeds  # noqa: E402
 from tests import servers  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
@@ -290,7 +290,8 @@ def main() -> None:
         # Nextcloud paths' round beside the gpodder one; BENCH_ONLY=sync: only the sync
         # requests beside GET one; BENCH_ONLY=apps: only bench/apps.py's load, on PostgreSQL
         # with fsync off and with its defaults; BENCH_ONLY=catalogue: only the episode
-        # catalogue's pages, export and feed-check store (bench_catalogue).
+        # catalogue's pages, export and feed-check store (bench_catalogue); BENCH_ONLY=feeds:
+        # only what reading each hostile feed shape costs a check (bench/feeds.py).
         only = os.environ.get("BENCH_ONLY")
         served_alone = {
             "web": bench_web,
@@ -303,20 +304,22 @@ def main() -> None:
             with running(app):
                 app.start()
                 served_alone[only](app)
-        elif only not in ("queries", "apps"):
+        elif only not in ("queries", "apps", "feeds"):
             app = Gunicorn("config.wsgi", env, logs / "app.log")
             floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
             with running(app, floor):
                 app.start()
                 floor.start()
                 bench_http(app, floor, env, logs)
-        if only not in ("queries", "web", "nextcloud", "sync", "catalogue"):
+        if only not in ("queries", "web", "nextcloud", "sync", "catalogue", "feeds"):
             bench_apps(pg, redis_server, logs)
-        if only not in ("web", "sync", "apps", "catalogue"):
+        if only not in ("web", "sync", "apps", "catalogue", "feeds"):
             bench_nextcloud_queries()
-        if only not in ("web", "nextcloud", "sync", "apps", "catalogue"):
+        if only not in ("web", "nextcloud", "sync", "apps", "catalogue", "feeds"):
             bench_queries()
             bench_calls()
+        if only in (None, "feeds"):
+            feeds.bench_feed_parsing(row, catalogue_rss)
     print("\n| figure | measured | target |\n|---|---|---|")
     for figure, measured, target in ROWS:
         print(f"| {figure} | {measured} | {target} |")

@@ -5,8 +5,9 @@ fetch is confined. Only http and https; the host is resolved once and every addr
 to must be public (or inside FEED_FETCH_ALLOWED_NETWORKS); the connection goes to the address
 that was checked, never to the name again, so DNS rebinding cannot swap it; redirects are
 followed by hand, each hop checked the same way, at most MAX_REDIRECTS; a connect timeout, a
-total deadline that a server dripping one byte at a time cannot stretch (in the TLS handshake, the
-headers or the body), and a body cap.
+total deadline that neither a slow name server, addresses that never answer, nor a server dripping
+one byte at a time can stretch (in the lookup, the connects, the TLS handshake, the headers or the
+body), and a body cap.
 """
 
 import contextlib
@@ -18,11 +19,16 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from subscriptions import feeds
 
 MAX_REDIRECTS = 3
+# The addresses of a host tried, in the resolver's order. Each one that drops SYNs costs a connect
+# timeout: a name resolving to many such addresses would spend the whole deadline on them. Three
+# cover a dual-stack host (its IPv6 and IPv4 addresses) with one to spare.
+MAX_ADDRESSES = 3
 PERMANENT_REDIRECTS = frozenset({301, 308})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 USER_AGENT = "opa-subscriptions feed identity check"
@@ -102,18 +108,18 @@ def address_allowed(ip: IPAddress, allowed_networks: Sequence[IPNetwork] = ()) -
     return _is_public(ip)
 
 
-def resolve(host: str, port: int, allowed_networks: Sequence[IPNetwork]) -> list[IPAddress]:
+def resolve(
+    host: str, port: int, allowed_networks: Sequence[IPNetwork], *, timeout: float
+) -> list[IPAddress]:
     """Every address `host` resolves to, each checked; ForbiddenAddress when any one fails.
+    FetchError when the lookup takes more than `timeout` seconds.
 
     One forbidden address refuses the whole host: a name that resolves to a public and a private
     address is an attempt to reach the private one. Numeric spellings (`2130706433`, `0x7f.1`,
     `0177.0.0.1`) are resolved by the system like any name, so they are checked as what they
     really are.
     """
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        raise FetchError(f"Cannot resolve {host}: {exc}") from exc
+    infos = _lookup(host, port, timeout)
     addresses: list[IPAddress] = []
     for info in infos:
         # A scoped IPv6 address comes as "fe80::1%eth0".
@@ -125,6 +131,32 @@ def resolve(host: str, port: int, allowed_networks: Sequence[IPNetwork]) -> list
     if not addresses:
         raise FetchError(f"Cannot resolve {host}: no address")
     return addresses
+
+
+def _lookup(host: str, port: int, timeout: float) -> list[Any]:
+    """getaddrinfo, given up after `timeout` seconds.
+
+    getaddrinfo cannot be interrupted, and the system resolver's own timeouts and retries can
+    add up to longer than a whole fetch may take: it runs on a daemon thread, which a lookup
+    still hanging at the deadline is left to finish on its own (its answer unused).
+    """
+    outcome: list[Any] = []
+
+    def look_up() -> None:
+        try:
+            outcome.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=look_up, name="feedcheck-lookup", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise FetchError(f"Timed out resolving {host}")
+    (found,) = outcome
+    if isinstance(found, Exception):
+        raise FetchError(f"Cannot resolve {host}: {found}") from found
+    return list(found)
 
 
 class _Deadline:
@@ -152,21 +184,41 @@ class _PinnedConnection(http.client.HTTPConnection):
     socket, so the deadline must act on the socket itself.
     """
 
-    def __init__(self, host: str, port: int, *, addresses: Sequence[IPAddress], timeout: float):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        addresses: Sequence[IPAddress],
+        timeout: float,
+        deadline: _Deadline,
+    ):
         super().__init__(host, port, timeout=timeout)
         self.addresses = addresses
+        self.connect_timeout = timeout
+        self.deadline = deadline
         self.opened: socket.socket | None = None
         self.expired = False
 
     def _open(self) -> socket.socket:
+        """A socket connected to the first of the first MAX_ADDRESSES addresses that answers.
+
+        Each connect gets the connect timeout or what is left of the deadline, whichever is less,
+        so addresses that never answer end the fetch at its deadline, not one timeout each later.
+        """
         error: OSError | None = None
-        for ip in self.addresses:
+        for ip in self.addresses[:MAX_ADDRESSES]:
             try:
-                sock = socket.create_connection((str(ip), self.port), timeout=self.timeout)
+                sock = socket.create_connection(
+                    (str(ip), self.port),
+                    timeout=min(self.connect_timeout, self.deadline.remaining()),
+                )
             except OSError as exc:
                 error = exc
             else:
                 return self._keep(sock)
+        if self.deadline.passed:
+            raise FetchError(f"Timed out connecting to {self.host}")
         raise FetchError(f"Cannot connect to {self.host}: {error}")
 
     def _keep(self, sock: socket.socket) -> socket.socket:
@@ -227,9 +279,9 @@ def _get_once(
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError as exc:
         raise FetchError(f"Bad URL: {exc}") from exc
-    addresses = resolve(host, port, allowed_networks)
+    addresses = resolve(host, port, allowed_networks, timeout=deadline.remaining())
     cls = _PinnedHTTPSConnection if scheme == "https" else _PinnedConnection
-    conn = cls(host, port, addresses=addresses, timeout=min(connect_timeout, deadline.remaining()))
+    conn = cls(host, port, addresses=addresses, timeout=connect_timeout, deadline=deadline)
     timer = threading.Timer(deadline.remaining(), _shut, args=(conn,))
     timer.daemon = True
     timer.start()

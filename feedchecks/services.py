@@ -3,16 +3,18 @@ identity").
 
 An add or PATCH asks for a check after it commits (feed_checks_request). A worker then claims the
 feed URL with a conditional UPDATE, so a URL is fetched at most once per FEED_CHECK_INTERVAL
-however many users add it; records what the fetch found in the FeedCheck row; and applies it to
-every user's subscription at that URL, each under that user's lock, through the same workspace
-rules as the API (subscription_apply_feed_identity). A check that finds the URL fetched recently
-applies the stored result to its own user only; one that finds a fetch under way leaves it to
-that fetch, which reads the subscriptions after recording its result, so it sees this user's
-(committed before this check was sent).
+however many users add it; records what the fetch found in the FeedCheck row (an error too,
+whatever failed: a check left unrecorded would keep the URL "under way" until the task time
+limit); and applies it to every user's subscription at that URL, each under that user's lock,
+through the same workspace rules as the API (subscription_apply_feed_identity). A check that
+finds the URL fetched recently applies the stored result to its own user only; one that finds a
+fetch under way leaves it to that fetch, which reads the subscriptions after recording its
+result, so it sees this user's (committed before this check was sent).
 """
 
 import logging
 import threading
+import unicodedata
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
@@ -24,7 +26,8 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
 
 from core import clock
-from feedchecks import fetcher, parsing
+from core.retry import TRANSIENT_DATABASE_ERRORS
+from feedchecks import fetcher, parsing, reader
 from feedchecks.catalogue import catalogue_store
 from feedchecks.models import FeedCheck
 from subscriptions import feeds
@@ -32,6 +35,12 @@ from subscriptions.models import SubscriptionFeed
 from subscriptions.services import subscription_apply_feed_identity
 
 logger = logging.getLogger(__name__)
+
+# The longest error text a check keeps: a server's status line, which an error may quote, is as
+# long as the server makes it, and staff read the text in a list.
+MAX_ERROR_LENGTH = 500
+# What an error's text shows as U+FFFD: control and format characters, lone surrogates.
+_UNREADABLE = frozenset({"Cc", "Cf", "Cs"})
 
 
 def feed_checks_request(*, user_id: int, urls: Iterable[str]) -> None:
@@ -164,9 +173,13 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
             total_timeout=settings.FEED_FETCH_TIMEOUT,
             max_bytes=settings.FEED_FETCH_MAX_BYTES,
         )
-        identity = parsing.feed_identity(fetched.body, episodes_kept=settings.FEED_EPISODES_KEPT)
+        identity = reader.read_feed(fetched.body, episodes_kept=settings.FEED_EPISODES_KEPT)
     except (fetcher.FetchError, parsing.UnsafeFeed, parsing.UnreadableFeed) as exc:
         error = str(exc)
+        result = FeedCheck.Result.ERROR
+    except Exception as exc:  # a bug, or what a document made a library raise: still a result
+        logger.exception("Feed check of %s failed unexpectedly", url)
+        error = f"The check failed unexpectedly ({type(exc).__name__})"
         result = FeedCheck.Result.ERROR
     else:
         guid = identity.guid
@@ -191,9 +204,28 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
             "link": identity.link,
             "image_url": identity.image_url,
         }
-    FeedCheck.objects.filter(key_digest=key_digest).update(
-        checked=clock.now(), result=result, error=error, guid=guid, new_url=new_url, **described
-    )
+    error = _readable(error)
+    try:
+        with transaction.atomic():  # a savepoint when called within a transaction
+            FeedCheck.objects.filter(key_digest=key_digest).update(
+                checked=clock.now(),
+                result=result,
+                error=error,
+                guid=guid,
+                new_url=new_url,
+                **described,
+            )
+    except TRANSIENT_DATABASE_ERRORS:
+        raise  # the task tries again
+    except DatabaseError as exc:
+        # A value the database refuses must not leave the URL claimed, "under way", until the
+        # task time limit: the check ends as an error.
+        logger.exception("Recording the feed check of %s failed", url)
+        result = FeedCheck.Result.ERROR
+        error = f"The check's result could not be recorded ({type(exc).__name__})"
+        FeedCheck.objects.filter(key_digest=key_digest).update(
+            checked=clock.now(), result=result, error=error, guid=None, new_url=""
+        )
     check = FeedCheck.objects.get(key_digest=key_digest)
     if result == FeedCheck.Result.ERROR:
         logger.info("Feed check of %s failed: %s", url, error)
@@ -206,6 +238,20 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
         except DatabaseError:  # the names are a nicety: the feed's identity still applies
             logger.warning("Storing the episodes of %s failed", url, exc_info=True)
     return check
+
+
+def _readable(text: str) -> str:
+    """An error's text as staff can read it and the database can store it: every control
+    character (a NUL in a server's status line, bytes that were not UTF-8), format character and
+    lone surrogate shown as U+FFFD, whitespace collapsed, at most MAX_ERROR_LENGTH characters."""
+    shown = "".join(
+        " " if ch.isspace() else "\ufffd" if unicodedata.category(ch) in _UNREADABLE else ch
+        for ch in text
+    )
+    shown = " ".join(shown.split())
+    if len(shown) > MAX_ERROR_LENGTH:
+        shown = shown[: MAX_ERROR_LENGTH - 1] + "\u2026"
+    return shown
 
 
 def _apply(check: FeedCheck, *, user_ids: list[int]) -> None:

@@ -67,3 +67,30 @@ def test_an_add_while_the_broker_is_down_is_answered_and_kept(
     assert response.status_code == 200, response.content
     assert Subscription.objects.filter(feed_url="https://unchecked.example/feed").exists()
     assert "Could not send feed checks" in caplog.text
+
+
+def test_a_worker_records_an_error_for_a_broken_status_line_and_for_a_feed_too_complex_to_read(
+    api, worker_factory, settings, feed_server
+):
+    """Neither leaves its feed "under way": a NUL in the status line made the task fail before it
+    recorded anything, and 3 MiB of unclosed tags held the worker for a minute."""
+    settings.FEED_CHECKS_ENABLED = True
+    feed_server.raw("/nul", b"HTTP/1.1 2\x0000 OK\r\nContent-Length: 0\r\n\r\n")
+    feed_server.feed("/tags", b"<rss><channel>" + b"<a>" * (1024 * 1024))
+    worker = worker_factory(FEED_FETCH_ALLOWED_NETWORKS="127.0.0.0/8")
+    entries = [{"feed_url": feed_server.url(path)} for path in ("/nul", "/tags")]
+
+    response = api.post("/v1/subscriptions", {"subscriptions": entries}, format="json")
+
+    assert response.status_code == 200, response.content
+    wait_until(
+        lambda: FeedCheck.objects.filter(checked__isnull=False).count() == 2, 60, worker.output
+    )
+    errors = dict(FeedCheck.objects.values_list("url", "error"))
+    assert errors == {
+        feed_server.url("/nul"): "BadStatusLine: HTTP/1.1 2\ufffd00 OK",
+        feed_server.url("/tags"): (
+            "The feed is too complex to read: 1,048,578 tags, more than 250,000"
+        ),
+    }
+    assert set(FeedCheck.objects.values_list("result", flat=True)) == {FeedCheck.Result.ERROR}

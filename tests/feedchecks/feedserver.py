@@ -115,6 +115,15 @@ class FeedServer:
 
         self.routes[path] = route
 
+    def raw(self, path: str, data: bytes) -> None:
+        """Answers `data` as it is, status line and all, then hangs up."""
+
+        def route(handler: http.server.BaseHTTPRequestHandler) -> None:
+            handler.close_connection = True
+            handler.wfile.write(data)
+
+        self.routes[path] = route
+
     def huge(self, path: str, size: int) -> None:
         """A feed of `size` bytes, sent as fast as the client reads; counts what got out."""
 

@@ -1,11 +1,14 @@
 """Feed identity checks end to end in-process: an add, the task after commit, a real local feed
 server, and what changes in the user's subscriptions (docs/api.md, "Feed identity")."""
 
+import time
+import unicodedata
 import uuid
 
 import pytest
 
 from core import clock
+from feedchecks import fetcher, parsing, reader, services
 from feedchecks.models import FeedCheck
 from feedchecks.services import feed_check_run
 from subscriptions import feeds
@@ -288,6 +291,114 @@ def test_errors_are_recorded_and_change_nothing(checks, feed_server, user, add, 
     check = check_of(url)
     assert check.result == FeedCheck.Result.ERROR
     assert message in check.error
+
+
+def readable(text):
+    return not any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in text)
+
+
+def finished(check):
+    """Not "under way": the check's fetch ended after it was claimed."""
+    return check.checked is not None and check.checked >= check.claimed
+
+
+@pytest.mark.parametrize(
+    "status_line",
+    [
+        b"HTTP/1.1 2\x0000 OK",
+        b"HTTP/1.1 \x1b[31m200 OK\x07",
+        b"HTTP/1.1 2\xff\xfe\x85\x9b00 OK",  # not UTF-8: read as Latin-1, C1 controls
+        b"\x00" * 60_000 + b" 200 OK",
+    ],
+    ids=["nul", "escapes", "not-utf-8", "long"],
+)
+def test_a_status_line_of_control_characters_is_recorded_as_a_readable_error(
+    checks, feed_server, user, status_line
+):
+    """A NUL reached PostgreSQL, which refused it: the task failed and the check stayed "under
+    way" until the task time limit."""
+    feed_server.raw("/feed", status_line + b"\r\nContent-Length: 0\r\n\r\n")
+    url = feed_server.url("/feed")
+    subscribe(user, url)
+
+    assert feed_check_run(url=url, user_id=user.pk) == FeedCheck.Result.ERROR
+
+    check = check_of(url)
+    assert check.result == FeedCheck.Result.ERROR
+    assert check.error.startswith("BadStatusLine: ")
+    assert readable(check.error), check.error
+    assert len(check.error) <= services.MAX_ERROR_LENGTH
+    assert finished(check)
+
+
+def test_an_error_text_keeps_what_is_readable():
+    assert services._readable("BadStatusLine: HTTP/1.1 2\x0000 OK\r\n") == (
+        "BadStatusLine: HTTP/1.1 2\ufffd00 OK"
+    )
+    assert services._readable("a\u202eb \udcff\t c") == "a\ufffdb \ufffd c"
+    long = services._readable("x" * 10_000)
+    assert len(long) == services.MAX_ERROR_LENGTH
+    assert long.endswith("x\u2026")
+
+
+@pytest.mark.parametrize(
+    ("module", "name"), [(fetcher, "fetch"), (reader, "read_feed")], ids=["fetch", "read"]
+)
+def test_a_check_that_raises_records_an_error_and_is_not_left_under_way(
+    checks, feed_server, user, monkeypatch, caplog, module, name
+):
+    feed_server.feed("/feed", rss(guid=GUID))
+    url = feed_server.url("/feed")
+    subscribe(user, url)
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug\x00")
+
+    monkeypatch.setattr(module, name, broken)
+
+    assert feed_check_run(url=url, user_id=user.pk) == FeedCheck.Result.ERROR
+
+    check = check_of(url)
+    assert check.error == "The check failed unexpectedly (KeyError)"
+    assert finished(check)
+    assert feed_check_run(url=url, user_id=user.pk) == "recent"
+    assert "failed unexpectedly" in caplog.text  # with its traceback, for whoever fixes it
+
+
+def test_a_result_the_database_refuses_is_recorded_as_an_error(
+    checks, feed_server, user, monkeypatch, caplog
+):
+    """Whatever a value the database cannot store (here a NUL in a title), the check ends."""
+    feed_server.feed("/feed", rss(guid=GUID))
+    url = feed_server.url("/feed")
+    subscribe(user, url)
+    identity = parsing.FeedIdentity(guid=uuid.UUID(GUID), new_feed_url=None, title="A\x00show")
+    monkeypatch.setattr(reader, "read_feed", lambda *args, **kwargs: identity)
+
+    assert feed_check_run(url=url, user_id=user.pk) == FeedCheck.Result.ERROR
+
+    check = check_of(url)
+    assert check.error == "The check's result could not be recorded (DataError)"
+    assert (check.guid, check.title) == (None, "")
+    assert finished(check)
+    assert "Recording the feed check" in caplog.text
+
+
+def test_a_feed_too_complex_to_read_is_an_error_within_the_bound(checks, feed_server, user):
+    """5 MiB of unclosed tags took a minute of a worker's CPU; now a few tenths of a second."""
+    checks.FEED_FETCH_MAX_BYTES = 5 * 1024 * 1024
+    checks.FEED_FETCH_TIMEOUT = 10
+    feed_server.feed("/feed", b"<rss><channel>" + b"<a>" * (5 * 1024 * 1024 // 3 - 5))
+    url = feed_server.url("/feed")
+    subscribe(user, url)
+
+    started = time.monotonic()
+    assert feed_check_run(url=url, user_id=user.pk) == FeedCheck.Result.ERROR
+    took = time.monotonic() - started
+
+    check = check_of(url)
+    assert check.error.startswith("The feed is too complex to read: ")
+    assert took < 3, took
 
 
 def test_a_huge_feed_is_cut_at_the_cap_and_read(checks, feed_server, user, add):

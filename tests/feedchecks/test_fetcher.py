@@ -245,7 +245,14 @@ def test_a_redirect_to_loopback_is_refused_without_a_connection():
 
 
 def fake_dns(monkeypatch, addresses):
+    """Every name resolves to `addresses`; an address still resolves to itself (as
+    socket.create_connection asks)."""
+    real = socket.getaddrinfo
+
     def getaddrinfo(host, port, *args, **kwargs):
+        with contextlib.suppress(ValueError):
+            ipaddress.ip_address(host)
+            return real(host, port, *args, **kwargs)
         return [
             (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
             for a in addresses
@@ -267,6 +274,124 @@ def test_the_connection_goes_to_the_checked_address(monkeypatch, no_connections)
     with pytest.raises(fetcher.FetchError):
         fetcher.fetch("http://feeds.example.com/rss")
     assert no_connections == [(("93.184.216.34", 80),)]
+
+
+def black_hole(address: str, port: int = 0) -> list[socket.socket]:
+    """A listener at `address` whose accept queue is full, and the connections that fill it: the
+    kernel drops every new SYN, so a connect there hangs until it times out, as at an address
+    behind a firewall that drops packets. The listener comes first."""
+    listener = socket.socket()
+    listener.bind((address, port))
+    listener.listen(0)
+    held = [listener]
+    while True:  # connections nobody accepts, until the next one hangs
+        client = socket.socket()
+        client.settimeout(0.2)
+        try:
+            client.connect(listener.getsockname())
+        except TimeoutError:
+            client.close()
+            return held
+        held.append(client)
+
+
+@pytest.fixture
+def black_holes():
+    """Eight black holes on one port, at 127.0.0.1 to 127.0.0.8: (addresses, port)."""
+    addresses = [f"127.0.0.{n}" for n in range(1, 9)]
+    held = black_hole(addresses[0])
+    port = held[0].getsockname()[1]
+    for address in addresses[1:]:
+        held += black_hole(address, port)
+    yield addresses, port
+    for sock in held:
+        sock.close()
+
+
+@pytest.fixture
+def connects(monkeypatch):
+    """The addresses the fetcher connects to, in order (the connections are made)."""
+    tried = []
+    connect = socket.create_connection
+
+    def recorded(address, *args, **kwargs):
+        tried.append(address[0])
+        return connect(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", recorded)
+    return tried
+
+
+def test_addresses_that_never_answer_end_the_fetch_at_its_deadline(
+    monkeypatch, black_holes, connects
+):
+    """Each connect gets the connect timeout or what is left of the deadline, whichever is less:
+    before, 8 such addresses held a fetch 8 connect timeouts."""
+    addresses, port = black_holes
+    fake_dns(monkeypatch, addresses)
+    started = time.monotonic()
+    with pytest.raises(fetcher.FetchError) as failed:
+        fetch(f"http://feeds.example.com:{port}/feed", connect_timeout=1, total_timeout=1.5)
+    took = time.monotonic() - started
+    assert took < 1.5 + 0.3, took
+    assert str(failed.value).startswith("Timed out")
+    assert connects == addresses[:2]  # the second connect had half a second
+
+
+def test_at_most_three_addresses_are_tried(monkeypatch, black_holes, connects):
+    addresses, port = black_holes
+    fake_dns(monkeypatch, addresses)
+    with pytest.raises(fetcher.FetchError, match=r"Cannot connect to feeds\.example\.com"):
+        fetch(f"http://feeds.example.com:{port}/feed", connect_timeout=0.2, total_timeout=10)
+    assert connects == addresses[:3]
+
+
+def test_the_next_address_is_tried_when_one_never_answers(monkeypatch, feed_server, connects):
+    held = black_hole("127.0.0.2", feed_server.port)
+    try:
+        fake_dns(monkeypatch, ["127.0.0.2", "127.0.0.1"])
+        feed_server.feed("/feed", rss(guid=GUID))
+        got = fetch(f"http://feeds.example.com:{feed_server.port}/feed", connect_timeout=0.5)
+    finally:
+        for sock in held:
+            sock.close()
+    assert got.body == rss(guid=GUID)
+    assert connects == ["127.0.0.2", "127.0.0.1"]
+
+
+def test_a_lookup_that_never_answers_ends_at_the_deadline(monkeypatch):
+    """getaddrinfo cannot be interrupted: the fetch stops waiting for it at the deadline."""
+    answered = threading.Event()
+
+    def hanging(*args, **kwargs):
+        answered.wait(30)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    started = time.monotonic()
+    try:
+        with pytest.raises(fetcher.FetchError, match=r"^Timed out resolving feeds\.example\.com$"):
+            fetch("http://feeds.example.com/feed", connect_timeout=5, total_timeout=1)
+    finally:
+        answered.set()
+    took = time.monotonic() - started
+    assert took < 1 + 0.3, took
+
+
+def test_a_slow_lookup_leaves_the_rest_of_the_deadline(monkeypatch, feed_server):
+    """The lookup's time counts against the deadline, and what is left is still the fetch's."""
+    feed_server.feed("/feed", rss(guid=GUID))
+    real = socket.getaddrinfo
+
+    def slow(host, port, *args, **kwargs):
+        if host == "feeds.example.com":
+            time.sleep(0.5)
+            host = "127.0.0.1"
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    got = fetch(f"http://feeds.example.com:{feed_server.port}/feed", total_timeout=2)
+    assert got.body == rss(guid=GUID)
 
 
 def test_the_host_header_names_the_host(feed_server, monkeypatch):

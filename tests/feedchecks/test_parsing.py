@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from feedchecks import parsing
 from feedchecks.parsing import UnsafeFeed, feed_identity
 from tests.feedchecks.feedserver import BILLION_LAUGHS, GUID, rss
 
@@ -67,3 +68,11 @@ def test_dtds_and_entities_are_refused(doc):
 def test_an_ill_formed_feed_without_declarations_is_read():
     doc = rss(guid=GUID).replace(b"A show", b"A & B show")
     assert feed_identity(doc).guid == uuid.UUID(GUID)
+
+
+def test_a_document_of_more_than_max_tags_is_refused_unread(monkeypatch):
+    doc = rss(guid=GUID)
+    monkeypatch.setattr(parsing, "MAX_TAGS", doc.count(b"<"))
+    assert feed_identity(doc).guid == uuid.UUID(GUID)
+    with pytest.raises(parsing.FeedTooComplex, match=r"too complex to read: \d+ tags, more than"):
+        feed_identity(doc.replace(b"</rss>", b"<x/></rss>"))
