@@ -20,6 +20,7 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from api.browsers import from_browser
 from core import exceptions as domain
 
 logger = logging.getLogger(__name__)
@@ -152,14 +153,19 @@ def unsupported_media_type_message(parsers: Iterable[Any]) -> str | None:
     return f"Unsupported media type: send {names}"
 
 
-def _authenticate_header(exc: Exception, context: dict[str, Any]) -> str:
+def _authenticate_header(exc: Exception, context: dict[str, Any]) -> str | None:
     """The scheme a 401 asks for: the view's first authentication's (Bearer on /v1/, Basic with
-    a realm on the gpodder API), else Bearer."""
+    a realm on the gpodder API), else Bearer. None, no challenge, for Basic to a browser
+    (api.browsers): it would ask the person for the password and then send it with whatever
+    other sites make it send."""
     view, request = context.get("view"), context.get("request")
     header = getattr(exc, "auth_header", None)
     if header is None and view is not None and request is not None:
         header = view.get_authenticate_header(request)
-    return header or "Bearer"
+    header = header or "Bearer"
+    if header.lower().startswith("basic") and request is not None and from_browser(request):
+        return None
+    return header
 
 
 def _first_problem(detail: Any, where: str = "") -> str:
@@ -186,13 +192,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         message, errors = exc.message, exc.errors
         if status == 405:
             status = invalid
-        if status == 401:
-            headers["WWW-Authenticate"] = _authenticate_header(exc, context)
+        if status == 401 and (challenge := _authenticate_header(exc, context)):
+            headers["WWW-Authenticate"] = challenge
     elif isinstance(exc, Http404 | drf.NotFound):
         status = 404
     elif isinstance(exc, drf.NotAuthenticated | drf.AuthenticationFailed):
         status = 401
-        headers["WWW-Authenticate"] = _authenticate_header(exc, context)
+        if challenge := _authenticate_header(exc, context):
+            headers["WWW-Authenticate"] = challenge
     elif isinstance(exc, drf.ValidationError | drf.ParseError):
         status = invalid
         errors = exc.detail if isinstance(exc, drf.ValidationError) else None

@@ -1,7 +1,10 @@
-"""Checks made before any view runs (body limits; API requests' hosts, answered with the error
-object), the answers' Cache-Control, and the admin's middleware, which /v1/ requests skip."""
+"""Checks made before any view runs (the proxy headers of an untrusted peer dropped; body limits;
+API requests' hosts, answered with the error object), the answers' Cache-Control, and the admin's
+middleware, which /v1/ requests skip."""
 
+import ipaddress
 from collections.abc import Callable
+from functools import lru_cache
 
 from csp import middleware as csp
 from django.conf import settings
@@ -12,6 +15,58 @@ from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
 from api.errors import error_response
+
+# What a proxy in front tells about the request it passes on: the client's address, and the
+# scheme, host and port it was sent to (Django reads the host and port only with
+# USE_X_FORWARDED_HOST and _PORT, off here), and the standard header that says all of them.
+_PROXY_HEADERS = (
+    "HTTP_X_FORWARDED_FOR",
+    "HTTP_X_FORWARDED_PROTO",
+    "HTTP_X_FORWARDED_HOST",
+    "HTTP_X_FORWARDED_PORT",
+    "HTTP_FORWARDED",
+)
+
+_Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@lru_cache(maxsize=4)
+def _networks(proxies: tuple[str, ...]) -> tuple[_Network, ...]:
+    return tuple(ipaddress.ip_network(proxy.strip()) for proxy in proxies if proxy.strip())
+
+
+def trusted_proxy(peer: str | None) -> bool:
+    """Whether the peer (REMOTE_ADDR) is one of TRUSTED_PROXIES. A peer with no address is a
+    Unix socket's, so a process of this machine, trusted as gunicorn trusts it."""
+    if not peer:
+        return True
+    try:
+        address = ipaddress.ip_address(peer.partition("%")[0])  # no IPv6 zone
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped  # a dual-stack socket's IPv4 peer
+    return any(address in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
+
+
+class TrustedProxiesMiddleware:
+    """Drops the proxy headers (X-Forwarded-For, X-Forwarded-Proto and their kin) of a request
+    whose peer is not a trusted proxy (TRUSTED_PROXIES), before anything reads them
+    (docs/operations.md, "Behind a proxy"). Whoever reaches the server directly so chooses
+    neither the address the throttles and the login lockout count (DRF reads X-Forwarded-For when
+    NUM_PROXIES is set) nor HTTPS (SECURE_PROXY_SSL_HEADER: the cookies' Secure, the Nextcloud
+    login's server address, the links built from the request). WSGI's META is the request's own:
+    nothing else sees the change. Before any middleware that asks whether a request is secure.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not trusted_proxy(request.META.get("REMOTE_ADDR")):
+            for name in _PROXY_HEADERS:
+                request.META.pop(name, None)
+        return self.get_response(request)
 
 
 class ApiMiddleware:

@@ -10,7 +10,16 @@ import os
 import socket
 from typing import Any
 
-bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+# Loopback: the proxy in front, on this machine, is the only one to reach the service directly
+# (docs/operations.md, "Behind a proxy"). A proxy on another host or in a container needs
+# another address, and TRUSTED_PROXIES to name the proxy's.
+bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
+# The peers whose X-Forwarded-Proto (and kin) gunicorn believes for the request's scheme: the
+# service's own TRUSTED_PROXIES, so that no other peer makes a request HTTPS through gunicorn
+# either (api.middleware.TrustedProxiesMiddleware). A Unix socket's peer is always believed.
+forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES", "127.0.0.1,::1")
+# The access log, when one is asked for (`--access-logfile`), keeps no Nextcloud poll token.
+logger_class = "nextcloud.logs.AccessLogger"
 # Requests are short and wait on PostgreSQL: a few processes per core keep the cores busy.
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))
 worker_class = "gthread"  # threads keep client connections alive, which sync workers cannot

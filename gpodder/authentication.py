@@ -31,6 +31,7 @@ from accounts.authentication import AccountState, app_password_stands, current_u
 from accounts.services import app_authenticate
 from accounts.sessions import APP_PASSWORD_SESSION_KEY, session_user_id
 from accounts.throttles import count_login_attempt, refuse_while_throttled
+from api.browsers import refuse_cross_site
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -125,9 +126,13 @@ def _basic_credentials(encoded: str) -> tuple[str, str]:
 class GpodderAuthentication(BaseAuthentication):
     """HTTP Basic (the account's username and its password or an app password), else the
     session cookie a successful Basic authentication set. No CSRF token: the cookie is
-    SameSite=Lax. `request.app_password_id` names the app password used (None: none)."""
+    SameSite=Lax, and a request another site made a browser send is refused (403) before either
+    is read, since a browser sends the Basic credentials it was once given with it. No 401 asks
+    a browser for them (api.browsers). `request.app_password_id` names the app password used
+    (None: none)."""
 
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
+        refuse_cross_site(request)
         django_request = request._request
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if header[:6].lower() == "basic ":

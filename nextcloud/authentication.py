@@ -11,14 +11,17 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from api.browsers import refuse_cross_site
 from gpodder.authentication import basic_user
 
 
 class NextcloudAuthentication(BaseAuthentication):
-    """HTTP Basic only. `request.app_password_id` names the app password used (None: the
-    account's own password)."""
+    """HTTP Basic only, never from a request another site made a browser send (403; no 401
+    asks a browser for credentials: api.browsers). `request.app_password_id` names the app
+    password used (None: the account's own password)."""
 
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
+        refuse_cross_site(request)
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if header[:6].lower() != "basic ":
             return None

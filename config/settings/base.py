@@ -70,7 +70,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # Kasts' `host//index.php/...` read as `/index.php/...`, before any path is looked at.
     "nextcloud.middleware.DoubledSlashMiddleware",
-    # ... and answered, not redirected, over plain HTTP where HTTPS is required.
+    # The proxy headers of a peer that is not a trusted proxy dropped, before anything reads them.
+    "api.middleware.TrustedProxiesMiddleware",
+    # The Nextcloud paths answered, not redirected, over plain HTTP where HTTPS is required.
     "nextcloud.middleware.NoRedirectToHttpsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -255,9 +257,18 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
-    # Trust X-Forwarded-For only from this many proxies in front: throttles key on the address.
+    # Read X-Forwarded-For as this many proxies in front wrote it: throttles key on the address.
+    # 0 ignores it; from a peer not in TRUSTED_PROXIES it is dropped whatever this says.
     "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
 }
+# The peers whose X-Forwarded-For and X-Forwarded-Proto are believed, addresses or networks
+# (api.middleware.TrustedProxiesMiddleware): by default a proxy on this machine. From any other
+# peer both are dropped, so a client that reaches the server directly chooses neither the
+# address the throttles count nor HTTPS. gunicorn trusts the same peers (config/gunicorn.py).
+TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=["127.0.0.1", "::1"])
+for _proxy in TRUSTED_PROXIES:  # a mistyped one fails at start, as gunicorn's check would
+    if _proxy.strip():
+        ipaddress.ip_network(_proxy.strip())
 
 SIMPLE_JWT = {
     "ACCESS_TOKEN_LIFETIME": timedelta(seconds=env.int("ACCESS_TOKEN_LIFETIME", default=3600)),
@@ -385,6 +396,7 @@ CELERY_TIMEZONE = "UTC"
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
 # Load balancers probe over plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^health$"]
+# The proxy's word that the request came over HTTPS, from TRUSTED_PROXIES only.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Secure over HTTPS only, decided per request (api.middleware.SecureCookiesOverHttpsMiddleware):
 # a plain-HTTP deployment (SECURE_SSL_REDIRECT=false on a LAN) must get its cookies back.

@@ -143,3 +143,19 @@ def test_what_the_master_loaded_is_frozen_before_each_fork():
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_by_default_only_this_machine_reaches_the_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loopback: the proxy in front is the only client (docs/operations.md, "Behind a proxy");
+    and gunicorn believes the scheme headers of the peers the service trusts, no others."""
+    monkeypatch.delenv("GUNICORN_BIND", raising=False)
+    monkeypatch.delenv("TRUSTED_PROXIES", raising=False)
+    config = runpy.run_path(str(ROOT / "config" / "gunicorn.py"))
+    assert config["bind"] == "127.0.0.1:8000"
+    assert config["forwarded_allow_ips"] == "127.0.0.1,::1"
+
+    monkeypatch.setenv("GUNICORN_BIND", "0.0.0.0:8000")
+    monkeypatch.setenv("TRUSTED_PROXIES", "10.0.0.0/8")
+    config = runpy.run_path(str(ROOT / "config" / "gunicorn.py"))
+    assert config["bind"] == "0.0.0.0:8000"
+    assert config["forwarded_allow_ips"] == "10.0.0.0/8"

@@ -1,0 +1,76 @@
+"""gunicorn's access log, once turned on (`--access-logfile`), keeps no Nextcloud poll token
+(nextcloud.logs; docs/nextcloud.md, "Logging in"): a poll sent with `?token=` is logged with the
+value replaced, whatever part of the line would hold it."""
+
+import http.client
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tests.servers import gunicorn_service
+
+pytestmark = pytest.mark.usefixtures("transactional_db")
+
+SECRET = "PollTokenThatMustNotBeLogged0123456789abcdefghijklmnopqrstuvwxyzABCD"
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """The service under gunicorn with the production settings and its access log on stdout,
+    which goes to the log file: its port, and the log."""
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "SECRET_KEY": "access-log-test-secret-key-long-enough-for-hs256-signing",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        "WEB_CONCURRENCY": "1",
+        "GUNICORN_CMD_ARGS": "--access-logfile -",
+    }
+    env.pop("REDIS_URL", None)
+    env.pop("DEBUG", None)
+    log = tmp_path / "gunicorn.log"
+    with gunicorn_service(env, log) as port:
+        yield port, log
+
+
+def send(port: int, method: str, path: str, **headers: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request(method, path, b"", headers)
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def logged(log: Path, what: str) -> str:
+    deadline = time.monotonic() + 10
+    while what not in log.read_text(errors="replace"):
+        assert time.monotonic() < deadline, log.read_text(errors="replace")
+        time.sleep(0.1)
+    return log.read_text(errors="replace")
+
+
+def test_a_polls_token_is_not_in_the_access_log(service: tuple[int, Path]) -> None:
+    port, log = service
+    polls = [
+        f"/index.php/login/v2/poll?token={SECRET}",
+        f"/login/v2/poll?since=1&token={SECRET}&x=1",
+        f"/index.php/login/v2/poll?tok%65n={SECRET}",  # the name as Django decodes it
+    ]
+    for path in polls:
+        referer = f"https://sync.example.com/index.php/login/v2/poll?token={SECRET}"
+        assert send(port, "POST", path, Referer=referer) == 404
+    assert send(port, "GET", "/v1/capabilities?end=1") == 200
+
+    text = logged(log, "/v1/capabilities?end=1")
+
+    assert SECRET not in text
+    assert '"POST /index.php/login/v2/poll?token=[redacted] HTTP/1.1" 404' in text
+    assert "/login/v2/poll?since=1&token=[redacted]&x=1 " in text
+    assert "/index.php/login/v2/poll?tok%65n=[redacted] " in text
