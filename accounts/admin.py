@@ -1,16 +1,22 @@
 """Staff's user admin: Django's (create, reset password), with actions that (de)activate users
 through the account services; and a read-only list of app passwords."""
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError
 from django.db.models import Q, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from rest_framework_simplejwt.token_blacklist import admin as token_admin
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 
 from accounts import services
 from accounts.models import AppPassword
+from accounts.selectors import USERNAME_TAKEN, username_taken
 from core.admin import BigTableAdmin, ReadOnlyAdmin, accounts_with_prefix
 
 User = get_user_model()
@@ -19,16 +25,58 @@ User = get_user_model()
 admin.site.unregister(User)
 
 
+class _UsernameChecked:
+    """A user form refusing a username another account has in another case, in the words of
+    every surface that makes accounts (Django's says "A user with that username already exists",
+    and its change form lets a rename to another's case variant through)."""
+
+    cleaned_data: dict[str, Any]
+    instance: Any
+
+    def clean_username(self) -> Any:
+        username = self.cleaned_data.get("username")
+        if username and username_taken(username=username, other_than=self.instance.pk):
+            raise ValidationError(f"{USERNAME_TAKEN}.", code="unique")
+        return username
+
+
+class AccountCreationForm(_UsernameChecked, AdminUserCreationForm):
+    pass
+
+
+class AccountChangeForm(_UsernameChecked, UserChangeForm):
+    pass
+
+
 @admin.register(User)
 class AccountAdmin(BigTableAdmin, UserAdmin):
     """Deactivating stops the account: its refresh and access tokens are refused at once, by
-    every web process (accounts.invalidation)."""
+    every web process (accounts.invalidation). Usernames are unique whatever their case."""
 
+    add_form = AccountCreationForm
+    form = AccountChangeForm
     list_display = ["username", "email", "is_active", "is_staff", "last_login"]
     actions = ["deactivate", "activate"]
     show_full_result_count = False
     search_help_text = "A username or its beginning, or an email address."
     indexed_sortable_by = ["username"]
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """A username another account took a moment ago (after the form's check), in this case
+        or another: the database's refusal (accounts migration 0003), said as the form says it."""
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except IntegrityError as exc:
+            if "username" not in str(exc):
+                raise
+            self.message_user(request, f"{USERNAME_TAKEN}.", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     def indexed_search(self, term: str) -> Q | None:
         """An email address by the index on UPPER(email) (accounts migration 0002), else the

@@ -9,7 +9,12 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.contrib.auth.management.commands import createsuperuser
+        from django.contrib.auth.models import update_last_login
+
         from accounts.authentication import forget_changed_user
+        from accounts.management.commands.createsuperuser import Command as CreateSuperuser
+        from accounts.services import login_stamp
         from accounts.sessions import mark_signed_in_session
 
         # A changed or removed user is read again at once by the next request of this process and,
@@ -20,5 +25,12 @@ class AccountsConfig(AppConfig):
                 sender=settings.AUTH_USER_MODEL,
                 dispatch_uid=f"accounts.forget_changed_user.{name}",
             )
-        # Every sign-in marks where its session may be used (accounts.sessions).
+        # Every sign-in first stamps its last login (login_stamp, in place of Django's receiver,
+        # whose save fails when the account was deleted meanwhile), then marks where its session
+        # may be used (accounts.sessions).
+        user_logged_in.disconnect(update_last_login, dispatch_uid="update_last_login")
+        user_logged_in.connect(login_stamp, dispatch_uid="accounts.login_stamp")
         user_logged_in.connect(mark_signed_in_session, dispatch_uid="accounts.mark_signed_in")
+        # Django's auth, listed before this app, provides createsuperuser: its class is this
+        # app's, which refuses a username another account has in another case.
+        createsuperuser.Command = CreateSuperuser  # type: ignore[misc]

@@ -184,11 +184,11 @@ def current_user(user_id: Any, state: AccountState | None = None) -> AbstractBas
 
 def forget_changed_user(sender: Any, instance: AbstractBaseUser, **kwargs: Any) -> None:
     """Receiver of the user model's post_save and post_delete (AccountsConfig.ready)."""
-    # A sign-in saves the last login alone (update_last_login), on each Basic sign-in of an app
-    # that keeps no cookie: it changes nothing any process decides on (password, active,
-    # username), so it is neither forgotten nor announced, which would cost it a round trip to
-    # Redis, every process its entry of the user, and the sign-in its own (it remembers the user
-    # it signed in only if no change came since it began: accounts.sessions).
+    # The last login changes nothing any process decides on (password, active, username): a
+    # save of it alone is neither forgotten nor announced, which would cost a round trip to
+    # Redis, every process its entry of the user, and a sign-in its own (it remembers the user
+    # it signed in only if no change came since it began: accounts.sessions). A sign-in stamps
+    # it with an UPDATE, which sends no signal at all (accounts.services.login_stamp).
     if kwargs.get("update_fields") == frozenset({"last_login"}):
         return
     active_users.forget([instance.pk])

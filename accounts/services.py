@@ -13,12 +13,11 @@ import unicodedata
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import update_last_login
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
@@ -37,6 +36,7 @@ from accounts.authentication import (
     password_mark,
 )
 from accounts.models import AppPassword
+from accounts.selectors import USERNAME_TAKEN, username_taken
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 
@@ -65,7 +65,10 @@ def refresh_token_for(user: AbstractBaseUser, app_password_id: int | None = None
 
 
 def _issue(user: AbstractBaseUser, app_password_id: int | None = None) -> Tokens:
-    refresh = refresh_token_for(user, app_password_id)
+    try:
+        refresh = refresh_token_for(user, app_password_id)  # kept: an OutstandingToken row
+    except IntegrityError:  # the account was deleted a moment ago: no token is kept of it
+        raise NotAuthorized() from None
     return Tokens(
         access_token=str(refresh.access_token),
         expires_in=int(api_settings.ACCESS_TOKEN_LIFETIME.total_seconds()),
@@ -117,8 +120,27 @@ def token_login(*, username: str, password: str) -> Tokens:
     if found is None:
         raise NotAuthorized()
     user, app_password_id = found
-    update_last_login(None, user)  # type: ignore[arg-type]
+    if not user_login_stamp(user=user):
+        raise NotAuthorized()  # deleted or deactivated while its password was checked
     return _issue(user, app_password_id)
+
+
+def user_login_stamp(*, user: Any) -> bool:
+    """Note that the user signs in now (their last login), in one UPDATE as Django's
+    update_last_login; False, and nothing written, when the account is gone or inactive: deleted
+    or deactivated since its credentials were checked (where a save would fail)."""
+    now = clock.now()
+    if not get_user_model().objects.filter(pk=user.pk, is_active=True).update(last_login=now):
+        return False
+    user.last_login = now
+    return True
+
+
+def login_stamp(sender: Any, user: Any, **kwargs: Any) -> None:
+    """Receiver of user_logged_in (AccountsConfig.ready), in place of Django's
+    update_last_login: a sign-in whose account went meanwhile stamps nothing, and its session
+    finds no account on its next request."""
+    user_login_stamp(user=user)
 
 
 def _verified(token: str) -> RefreshToken:
@@ -177,14 +199,19 @@ def user_activate(*, user_ids: Collection[Any]) -> int:
 
 def staff_ensure(*, username: str) -> str | None:
     """Create the staff account `username` unless staff exist; return its generated password,
-    or None when nothing was created."""
+    or None when nothing was created. InvalidInput when another account has the username, in
+    this case or another."""
     users = get_user_model().objects
     if users.filter(is_staff=True).exists():
         return None
     # Letters and digits only (142 bits): a leading '-' or '_' from token_urlsafe is easy to
     # lose when copying the password off a terminal by double-click.
     password = get_random_string(24)
-    users.create_superuser(username=username, email="", password=password)
+    try:
+        with transaction.atomic():
+            users.create_superuser(username=username, email="", password=password)
+    except IntegrityError:
+        _refuse_taken_username()
     return password
 
 
@@ -251,10 +278,8 @@ def user_register(*, username: str, password: str) -> AbstractBaseUser:
         field.run_validators(username)
     except ValidationError as exc:
         raise InvalidInput(" ".join(exc.messages), errors={"username": exc.messages}) from None
-    taken = f"{model.USERNAME_FIELD}__iexact"
-    if model.objects.filter(**{taken: username}).exists():
-        message = "That username is already taken"
-        raise InvalidInput(message, errors={"username": [message + "."]})
+    if username_taken(username=username):
+        _refuse_taken_username()
     candidate = model(**{model.USERNAME_FIELD: username})
     try:
         validate_password(password, user=candidate)
@@ -263,6 +288,9 @@ def user_register(*, username: str, password: str) -> AbstractBaseUser:
     try:
         with transaction.atomic():
             return model.objects.create_user(username=username, password=password)
-    except IntegrityError:  # registered a moment ago by someone else
-        message = "That username is already taken"
-        raise InvalidInput(message, errors={"username": [message + "."]}) from None
+    except IntegrityError:  # registered a moment ago, in this case or another (accounts 0003)
+        _refuse_taken_username()
+
+
+def _refuse_taken_username() -> NoReturn:
+    raise InvalidInput(USERNAME_TAKEN, errors={"username": [USERNAME_TAKEN + "."]}) from None

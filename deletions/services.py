@@ -15,6 +15,7 @@ again.
 
 import logging
 import uuid
+from contextlib import suppress
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -27,7 +28,7 @@ from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, Ou
 
 from accounts.authentication import active_users
 from core import clock
-from core.exceptions import InvalidInput
+from core.exceptions import InvalidInput, NotAuthorized
 from deletions.models import AccountDeletion, Deletion, Work
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_by_guid
@@ -110,7 +111,11 @@ def deletion_process(*, deletion_id: int) -> str:
     user_id = Deletion.objects.values_list("user_id", flat=True).get(pk=deletion_id)
     with transaction.atomic():
         # The user first, then the deletion: the order every writer of this user's rows takes.
-        now = lock_user_writes(user_id)
+        # An account being deleted is inactive: what it asked for before still gets done.
+        try:
+            now = lock_user_writes(user_id, inactive=True)
+        except NotAuthorized:
+            return "skipped"  # the account was deleted meanwhile, and this deletion with it
         deletion = Deletion.objects.select_for_update().get(pk=deletion_id)
         if deletion.status != Deletion.Status.PENDING:
             return "skipped"
@@ -264,7 +269,8 @@ def account_deletion_request(*, user: Any) -> AccountDeletion:
             "the service's admin"
         )
     with transaction.atomic():
-        now = lock_user_writes(user.pk)
+        # Inactive: asked for already (the pending one is returned). Gone: NotAuthorized.
+        now = lock_user_writes(user.pk, inactive=True)
         pending = AccountDeletion.objects.filter(
             user=user, status=AccountDeletion.Status.PENDING
         ).first()
@@ -314,7 +320,10 @@ def account_deletion_process(*, deletion_id: int) -> str:
     user_id = AccountDeletion.objects.values_list("user_id", flat=True).get(pk=deletion_id)
     with transaction.atomic():
         if user_id is not None:
-            lock_user_writes(user_id)  # no write of the account runs alongside
+            # No write of the account runs alongside. Gone already (a duplicate of this message,
+            # or staff): the deletion's row, read next, says what is left to do.
+            with suppress(NotAuthorized):
+                lock_user_writes(user_id, inactive=True)
         deletion = AccountDeletion.objects.select_for_update().get(pk=deletion_id)
         if deletion.status != AccountDeletion.Status.PENDING:
             return "skipped"

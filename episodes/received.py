@@ -4,9 +4,11 @@ the lock that keeps it true while a download is read."""
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection
 
 from core.db import sql
+from core.exceptions import NotAuthorized
 from episodes.models import ReceivedClock
 
 # The advisory lock's first key: this service's lock on one user's episode actions.
@@ -35,21 +37,34 @@ def hold_episode_writes(user_id: int) -> datetime | None:
     return rows[0][-1]
 
 
+def _standing_account() -> str:
+    """FROM and WHERE of the user's row while the account stands (exists and is active): an
+    upload's first lock refuses an account that is gone or inactive, in the upload's own
+    statement, as subscriptions.services.lock_user_writes does."""
+    return f"FROM {get_user_model()._meta.db_table} WHERE id = %s AND is_active"
+
+
 def stamp_received(user_id: int, now: datetime) -> datetime:
     """SQLite (the embedded default, whose transactions take the database's write lock as they
     begin, so nothing waits after `now` was read): the second an upload's actions are stamped
-    with, the user's clock moved to it, as insert_stamped does on PostgreSQL."""
+    with, the user's clock moved to it, as insert_stamped does on PostgreSQL. NotAuthorized,
+    and nothing stamped, when the account is gone or inactive."""
     rows = sql.fetch(
-        f"INSERT INTO {_CLOCK} AS c (user_id, second) VALUES (%s, %s) ON CONFLICT (user_id)"
+        f"INSERT INTO {_CLOCK} AS c (user_id, second) SELECT %s, %s {_standing_account()}"
+        " ON CONFLICT (user_id)"
         " DO UPDATE SET second = MAX(c.second, excluded.second) RETURNING second",
-        [user_id, sql.param(_SECOND, now.replace(microsecond=0))],
+        [user_id, sql.param(_SECOND, now.replace(microsecond=0)), user_id],
         _CLOCK_COLUMNS,
     )
+    if not rows:
+        raise NotAuthorized()
     return rows[0][0]
 
 
-# The stamp, in insert_stamped's statement: what an upload's rows take as their received second.
+# In insert_stamped's statement: the received second an upload's rows take, and the condition
+# they are inserted under (none is when the account is gone or inactive).
 STAMPED = "(SELECT second FROM stamp)"
+WHILE_STAMPED = "EXISTS (SELECT FROM stamp)"
 
 
 def insert_stamped(user_id: int, now: datetime, insert: tuple[str, list[Any]]) -> datetime:
@@ -57,7 +72,12 @@ def insert_stamped(user_id: int, now: datetime, insert: tuple[str, list[Any]]) -
     open: the user's uploads serialised and downloads kept waiting until it commits (an
     advisory lock, which hold_episode_writes shares); the second its actions are stamped with,
     the user's clock moved to it; and `insert`, whose rows take STAMPED as their received
-    second. Returns the stamp.
+    second and are inserted WHILE_STAMPED. Returns the stamp.
+
+    First the user's row, while the account stands, locked against its deletion (FOR KEY
+    SHARE, which the rows' foreign keys take anyway, and which a sign-in's or a deactivation's
+    update does not wait for): an account that is gone or inactive stamps and inserts nothing,
+    and the upload is refused (NotAuthorized); one whose deletion is under way is waited for.
 
     The stamp is now's second, or the user's latest when that is later (a web machine whose
     clock runs ahead stamped it), so stamps never go back; the upsert reads the clock's latest
@@ -71,14 +91,17 @@ def insert_stamped(user_id: int, now: datetime, insert: tuple[str, list[Any]]) -
     """
     query, params = insert
     rows = sql.fetch(
-        "WITH held AS (SELECT pg_advisory_xact_lock(%s, %s)),"
+        f"WITH account AS (SELECT {_standing_account()} FOR KEY SHARE),"
+        " held AS (SELECT pg_advisory_xact_lock(%s, %s) FROM account),"
         f" stamp AS (INSERT INTO {_CLOCK} AS c (user_id, second)"
         " SELECT %s, date_trunc('second', %s + (clock_timestamp() - statement_timestamp()))"
         " FROM held ON CONFLICT (user_id)"
         " DO UPDATE SET second = GREATEST(c.second, excluded.second) RETURNING second),"
         f" added AS ({query}) SELECT second FROM stamp",
-        [_EPISODE_WRITES, user_id, user_id, sql.param(_SECOND, now), *params],
+        [user_id, _EPISODE_WRITES, user_id, user_id, sql.param(_SECOND, now), *params],
         _CLOCK_COLUMNS,
         prepare=True,
     )
+    if not rows:
+        raise NotAuthorized()
     return rows[0][0]

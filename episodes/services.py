@@ -12,7 +12,13 @@ from core import clock
 from core.db import sql
 from episodes.actions import SentAction, episode_sanitized, identity
 from episodes.models import EpisodeAction
-from episodes.received import STAMPED, hold_episode_writes, insert_stamped, stamp_received
+from episodes.received import (
+    STAMPED,
+    WHILE_STAMPED,
+    hold_episode_writes,
+    insert_stamped,
+    stamp_received,
+)
 from gpodder.feedurls import sanitized
 from gpodder.services import devices_touch
 from gpodder.sync import sync_timestamp
@@ -76,6 +82,7 @@ def actions_upload(
             columns,
             same={"user": user.pk},
             computed={"received": STAMPED},
+            where=WHILE_STAMPED,
             ignore_conflicts=True,
         )
         latest = insert_stamped(user.pk, clock.now(), statement)

@@ -26,6 +26,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
 
 from core import clock
+from core.exceptions import NotAuthorized
 from core.retry import TRANSIENT_DATABASE_ERRORS
 from feedchecks import fetcher, parsing, reader
 from feedchecks.catalogue import catalogue_store
@@ -257,10 +258,14 @@ def _readable(text: str) -> str:
 def _apply(check: FeedCheck, *, user_ids: list[int]) -> None:
     if check.guid is None and not check.new_url:
         return
-    for user in get_user_model().objects.filter(pk__in=user_ids).order_by("pk"):
-        subscription_apply_feed_identity(
-            user=user,
-            key_digest=check.key_digest,
-            guid=check.guid,
-            new_feed_url=check.new_url or None,
-        )
+    users = get_user_model().objects.filter(pk__in=user_ids, is_active=True).order_by("pk")
+    for user in users:
+        try:
+            subscription_apply_feed_identity(
+                user=user,
+                key_digest=check.key_digest,
+                guid=check.guid,
+                new_feed_url=check.new_url or None,
+            )
+        except NotAuthorized:  # deactivated or deleted since it was read: nothing of theirs
+            continue

@@ -17,7 +17,7 @@ from django.db.models import Count, Field, Q
 from core import clock
 from core.db import sql
 from core.db.hints import unflushed
-from core.exceptions import InvalidInput, NotFound
+from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from gpodder import selectors
 from gpodder.feedurls import sanitized
 from gpodder.models import Device, DeviceFeed
@@ -106,11 +106,13 @@ def _devices_create(*, user: Any, device_ids: list[str], now: datetime) -> dict[
     """Make the user's devices `device_ids`, unless the user would then have more than
     MAX_DEVICES. Counted under the lock of the user's row, so that two requests at the limit
     cannot both add one; in a statement after the lock's, since one that waited for the lock
-    would count what was committed before it waited."""
+    would count what was committed before it waited. NotAuthorized when the user is gone or
+    inactive (subscriptions.services.lock_user_writes)."""
     limit = settings.MAX_DEVICES
     with transaction.atomic():
         users = get_user_model().objects.select_for_update(no_key=True)
-        users.filter(pk=user.pk).values_list("pk").first()
+        if users.filter(pk=user.pk, is_active=True).values_list("pk").first() is None:
+            raise NotAuthorized()
         held, made_meanwhile = _devices_counted(user=user, device_ids=device_ids)
         new = len(device_ids) - made_meanwhile
         if new and held + new > limit:
@@ -185,14 +187,33 @@ class Upload:
     update_urls: list[list[str]] = field(default_factory=list)
 
 
+def device_stands() -> str:
+    """SQL, true while the device (its id the one parameter) and its account stand, the account
+    active; the account's row is then locked until the transaction ends, against its deletion,
+    which locks that row before anything else (FOR KEY SHARE, which a sign-in's or a
+    deactivation's update does not wait for, nor another read's).
+
+    The condition of a write made on a read path, which holds no lock of the user's writes
+    (subscriptions.services.lock_user_writes): it writes nothing for a device or account deleted
+    or deactivated meanwhile, and waits for a deletion under way, where it would fail on the
+    rows' foreign keys. Taken only when there is something to note, which is seldom."""
+    locked = " FOR KEY SHARE OF account" if connection.vendor == "postgresql" else ""
+    return (
+        f"EXISTS (SELECT 1 FROM {get_user_model()._meta.db_table} account"
+        f" JOIN {Device._meta.db_table} device ON device.user_id = account.id"
+        f" WHERE device.id = %s AND account.is_active{locked})"
+    )
+
+
 def _remember_spellings(*, device: Device, spellings: dict[int, str], replace: bool) -> None:
-    """Keep `spellings` (URL history row id: URL) as the device's; `replace` those it had."""
+    """Keep `spellings` (URL history row id: URL) as the device's; `replace` those it had (under
+    the lock of the user's writes), else add them while the device stands (device_stands)."""
     now = clock.now()
-    rows = [
-        DeviceFeed(device=device, feed_id=feed, url=url, sent=now)
-        for feed, url in spellings.items()
-    ]
     if replace:
+        rows = [
+            DeviceFeed(device=device, feed_id=feed, url=url, sent=now)
+            for feed, url in spellings.items()
+        ]
         DeviceFeed.objects.bulk_create(
             rows,
             update_conflicts=True,
@@ -200,7 +221,14 @@ def _remember_spellings(*, device: Device, spellings: dict[int, str], replace: b
             update_fields=["url", "sent"],
         )
     else:
-        DeviceFeed.objects.bulk_create(rows, ignore_conflicts=True)
+        sql.insert(
+            DeviceFeed,
+            {"feed": list(spellings), "url": list(spellings.values())},
+            same={"device": device.pk, "sent": now},
+            where=device_stands(),
+            where_params=[device.pk],
+            ignore_conflicts=True,
+        )
 
 
 def _remember_answered(*, user: Any, device: Device, answered: list[selectors.Answered]) -> None:

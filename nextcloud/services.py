@@ -21,7 +21,7 @@ from episodes import services as episodes
 from episodes.actions import SentAction
 from episodes.selectors import read_point
 from gpodder.models import Device
-from gpodder.services import devices_touch
+from gpodder.services import device_stands, devices_touch
 from nextcloud.models import ActionsRead
 
 # The device of requests made with the account's own password.
@@ -103,11 +103,13 @@ def _read_up_to(*, user: Any, device_id: str) -> int | None:
 
 
 def _remember_read_up_to(device: Device, up_to: int) -> None:
+    """Only while the device stands: nothing for one deleted, or whose account was deleted or
+    deactivated, since the download began (gpodder.services.device_stands)."""
     with unflushed(), connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {_READ} (device_id, up_to) VALUES (%s, %s)"
+            f"INSERT INTO {_READ} (device_id, up_to) SELECT %s, %s WHERE {device_stands()}"
             " ON CONFLICT (device_id) DO UPDATE SET up_to = excluded.up_to",
-            [device.pk, up_to],
+            [device.pk, up_to, device.pk],
         )
 
 

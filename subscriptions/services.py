@@ -20,7 +20,7 @@ from django.db.models import ExpressionWrapper, F, Func, OuterRef, Subquery, Val
 
 from core import clock
 from core.db import sql
-from core.exceptions import Gone, InvalidInput, NotFound
+from core.exceptions import Gone, InvalidInput, NotAuthorized, NotFound
 from subscriptions import feeds, selectors, signals
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
@@ -57,26 +57,33 @@ class _ValidEntry:
 _USER_WRITES = 0x6F706173
 
 
-def lock_user_writes(user_id: int) -> datetime:
+def lock_user_writes(user_id: int, *, inactive: bool = False) -> datetime:
     """Serialise one user's writes (until the transaction ends); return the time to stamp them.
 
     Concurrent adds of one feed then make one subscription, and a merge never races a deletion.
     The time is the clock's, but always after the user's latest change, so that a list's `since`
     (strictly later than) never misses a change: not one made in the same millisecond as the
     last, nor one made on a machine whose clock is behind another's.
+
+    NotAuthorized when the user is gone, or inactive unless `inactive` (the deletions' work on
+    an account they deactivated): a request authenticated before its account was deleted or
+    deactivated writes nothing after that committed (docs/api.md, "Deleting an account"). The
+    lock waits for a deletion or deactivation under way, then reads what it committed.
     """
-    return lock_user_writes_after(user_id)[0]
+    return lock_user_writes_after(user_id, inactive=inactive)[0]
 
 
-def lock_user_writes_after(user_id: int) -> tuple[datetime, datetime | None]:
+def lock_user_writes_after(
+    user_id: int, *, inactive: bool = False
+) -> tuple[datetime, datetime | None]:
     """lock_user_writes, with the time of the user's latest change before these writes (None:
     none yet), read in the same query."""
     latest = Subscription.objects.filter(user=OuterRef("pk")).order_by("-changed")
-    locked = (
-        get_user_model()
-        .objects.select_for_update(of=("self",))
-        .filter(pk=user_id)
-        .annotate(latest=Subquery(latest.values("changed")[:1]))
+    users = get_user_model().objects.filter(pk=user_id)
+    if not inactive:
+        users = users.filter(is_active=True)
+    locked = users.select_for_update(of=("self",)).annotate(
+        latest=Subquery(latest.values("changed")[:1])
     )
     if connection.vendor == "postgresql":
         # Also the lock hold_user_writes shares, taken in the same query.
@@ -85,7 +92,9 @@ def lock_user_writes_after(user_id: int) -> tuple[datetime, datetime | None]:
         found = locked.values_list("latest", "held").first()
     else:
         found = locked.values_list("latest", "pk").first()
-    last_change = found[0] if found else None
+    if found is None:
+        raise NotAuthorized()
+    last_change = found[0]
     now = clock.now()
     if last_change is not None and last_change >= now:
         return last_change + timedelta(milliseconds=1), last_change

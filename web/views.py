@@ -27,7 +27,7 @@ from accounts import selectors as account_selectors
 from accounts import services as accounts
 from accounts.throttles import count_login_attempt, count_registration, refuse_while_throttled
 from core import clock
-from core.exceptions import DomainError, Gone, InvalidInput, NotFound
+from core.exceptions import DomainError, Gone, InvalidInput, NotAuthorized, NotFound
 from deletions import selectors as deletion_selectors
 from deletions import services as deletions
 from gpodder import services as gpodder
@@ -57,7 +57,11 @@ def person_required(view: Callable[..., HttpResponseBase]) -> Callable[..., Http
     def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not _signed_in(request):
             return redirect_to_login(request.get_full_path())
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except NotAuthorized:  # the account was deactivated or deleted during this request
+            logout(request)
+            return redirect_to_login(request.get_full_path())
 
     return checked
 

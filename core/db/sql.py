@@ -172,6 +172,8 @@ def insert_statement(
     *,
     same: Mapping[str, Any],
     computed: Mapping[str, str] | None = None,
+    where: str | None = None,
+    where_params: Sequence[Any] = (),
     ignore_conflicts: bool = False,
 ) -> tuple[str, list[Any]]:
     """insert()'s statement and parameters, for a caller that runs it within a statement of
@@ -182,6 +184,7 @@ def insert_statement(
         tuple(same),
         tuple(columns),
         tuple((computed or {}).items()),
+        where,
         ignore_conflicts,
         connection.vendor,
     )
@@ -192,7 +195,7 @@ def insert_statement(
     else:
         rows = zip(*(_params(field, values) for field, values in varying), strict=True)
         params.append(_json(list(rows)))
-    return query, params
+    return query, [*params, *where_params]
 
 
 @functools.lru_cache(maxsize=256)
@@ -201,6 +204,7 @@ def _insert_text(
     same: tuple[str, ...],
     varying: tuple[str, ...],
     computed: tuple[tuple[str, str], ...],
+    where: str | None,
     ignore_conflicts: bool,
     vendor: str,
 ) -> str:
@@ -225,9 +229,11 @@ def _insert_text(
     selected += [text for _, text in expressions]
     table = connection.ops.quote_name(model._meta.db_table)
     query = f"INSERT INTO {table} ({names}) SELECT {', '.join(selected)} FROM {source}"
-    if ignore_conflicts:
+    if where is not None or ignore_conflicts:
         # SQLite would read ON as the start of a join's condition without the WHERE.
-        query += " WHERE true ON CONFLICT DO NOTHING"
+        query += f" WHERE {where or 'true'}"
+    if ignore_conflicts:
+        query += " ON CONFLICT DO NOTHING"
     return query
 
 
@@ -237,13 +243,16 @@ def insert(
     *,
     same: Mapping[str, Any],
     returning: Sequence[str] = (),
+    where: str | None = None,
+    where_params: Sequence[Any] = (),
     ignore_conflicts: bool = False,
     prepare: bool = False,
 ) -> list[tuple[Any, ...]]:
     """Insert one row per position of the lists in `columns` (field name: values), every row
     with the values of `same` too, in one statement; return `returning`'s fields of each row,
-    in no particular order. `ignore_conflicts`: a row that would break a unique constraint is
-    left out (and not returned), the others are inserted.
+    in no particular order. `where`: an SQL condition (with `where_params`) the rows are
+    inserted only under, none when it does not hold. `ignore_conflicts`: a row that would break
+    a unique constraint is left out (and not returned), the others are inserted.
 
     Values must be of their fields' Python types: they are converted only as far as the
     database needs (not validated). `prepare`: the statement is the same whatever the rows (on
@@ -253,7 +262,14 @@ def insert(
         raise ValueError("insert() needs at least one column that varies")
     if not len(next(iter(columns.values()))):
         return []
-    query, params = insert_statement(model, columns, same=same, ignore_conflicts=ignore_conflicts)
+    query, params = insert_statement(
+        model,
+        columns,
+        same=same,
+        where=where,
+        where_params=where_params,
+        ignore_conflicts=ignore_conflicts,
+    )
     if not returning:
         with _cursor(prepare=prepare) as cursor:
             cursor.execute(query, params)

@@ -472,3 +472,22 @@ def test_a_subscription_being_deleted_is_left_alone_and_its_deletion_succeeds(
     assert deletion_process(deletion_id=deletion.pk) == Deletion.Status.SUCCESS
     deletion.refresh_from_db()
     assert deletion.status == Deletion.Status.SUCCESS
+
+
+def test_a_found_guid_skips_an_account_deactivated_since_and_reaches_the_others(db, clock):
+    """The check reads the subscribers, then each one's lock refuses an account that has gone
+    inactive meanwhile: that account is left alone, and the others still get the guid."""
+    from tests.factories import UserFactory
+    from tests.helpers import subscribe
+
+    url = "https://shared.example/feed.xml"
+    active, gone = UserFactory(), UserFactory()
+    for user in (active, gone):
+        subscribe(user, url)
+    type(gone).objects.filter(pk=gone.pk).update(is_active=False)
+    check = FeedCheck.objects.create(
+        key_digest=feeds.feed_key_digest(url), url=url, guid=GUID, checked=clock.now
+    )
+    services._apply(check, user_ids=[gone.pk, active.pk])
+    assert str(Subscription.objects.get(user=active).guid) == GUID
+    assert str(Subscription.objects.get(user=gone).guid) != GUID

@@ -2,9 +2,11 @@
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from accounts.selectors import USERNAME_TAKEN
 from accounts.services import staff_ensure
+from core.exceptions import InvalidInput
 
 
 class Command(BaseCommand):
@@ -14,7 +16,10 @@ class Command(BaseCommand):
         parser.add_argument("--username", default="admin")
 
     def handle(self, *args: Any, username: str, **options: Any) -> None:
-        password = staff_ensure(username=username)
+        try:
+            password = staff_ensure(username=username)
+        except InvalidInput:  # another account has it, in this case or another
+            raise CommandError(f"{USERNAME_TAKEN}: name another with --username") from None
         if password is None:
             self.stdout.write(
                 "Staff account exists. Forgot its password? "

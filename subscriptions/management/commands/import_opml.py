@@ -32,6 +32,8 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user named {username!r}")
+        if not user.is_active:  # writes of an inactive account are refused (lock_user_writes)
+            raise CommandError(f"{username!r} is deactivated: activate it first")
         try:
             feeds = opml.opml_parse(Path(file).read_bytes())
         except OSError as exc:
