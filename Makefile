@@ -1,13 +1,16 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
-PYTHON ?= python3.11
-VENV := .venv
+# Python: the newest supported python3.X that runs here, unless PYTHON= names one.
+SUPPORTED_PYTHONS := 3.13 3.12 3.11
+PYTHON ?= $(firstword $(foreach v,$(SUPPORTED_PYTHONS),$(shell python$(v) -c '' 2>/dev/null && echo python$(v))))
+VENV ?= .venv
 BIN := $(VENV)/bin
-HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint format bench soak soak-hosts scale servers clean
+.PHONY: run dev test lint format bench soak soak-hosts scale servers clean image-test
 
 $(BIN)/python:
+	@if [ -z "$(PYTHON)" ]; then echo "No supported Python found: install Python 3.11, 3.12 or 3.13 (or name one with PYTHON=)" >&2; exit 1; fi
+	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else 1)' || { echo "$(PYTHON) is not a supported Python: use 3.11, 3.12 or 3.13" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
@@ -18,25 +21,22 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-# The embedded default: SQLite in data/, tasks in-process, development settings.
-run: export DEBUG ?= true
+# The home server (docs/self-hosting.md): gunicorn, SQLite in data/, tasks and their schedule
+# in-process, on every interface (HOST= narrows it) at PORT.
 run: $(VENV)/.runtime
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py sweep_deletions --all
-	$(BIN)/python manage.py ensure_staff
-	@echo ""
-	@echo "  Your pages: http://$(HOST):$(PORT)/  (sign in with the staff account above, or any account)"
-	@echo "  API root:  http://$(HOST):$(PORT)/v1/"
-	@echo "  API docs:  http://$(HOST):$(PORT)/v1/docs/"
-	@echo "  Admin:     http://$(HOST):$(PORT)/admin/  (log in with the staff account above)"
-	@echo "  Token:     curl -X POST http://$(HOST):$(PORT)/v1/auth/login \\"
-	@echo "               -H 'Content-Type: application/json' -d '{\"username\": \"admin\", \"password\": \"...\"}'"
-	@echo ""
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@PORT=$(PORT) $(BIN)/python manage.py serve
 
-# PostgreSQL and Redis server binaries for the tests, from Debian's packages when missing.
+# For people changing the code: Django's development server with DEBUG, on this machine only.
+dev: export DEBUG ?= true
+dev: $(VENV)/.runtime
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_staff
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
+
+# PostgreSQL and Redis server binaries for the tests, from Debian's packages when missing;
+# nginx and Caddy check the proxy blocks of docs/self-hosting.md (tests/docs).
 servers:
-	@./scripts/install-servers.sh
+	@./scripts/install-servers.sh nginx caddy
 
 # The slices that run a second time through PgBouncer in transaction mode, with real workers
 # (docs/operations.md, "PgBouncer"): what a large deployment puts between the service and
@@ -44,9 +44,26 @@ servers:
 POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions tests/nextcloud \
 	tests/web/test_data.py tests/e2e/test_deletion_worker.py tests/e2e/test_feed_check_worker.py
 
+# The suites that run a second time on SQLite under the home server's settings (make run's).
+HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/web
+
+# What each other supported Python found here runs (scripts/test-pythons.sh): the API suites,
+# the home server's start, and the migrations.
+PYTHONS_SLICE := tests/api tests/subscriptions tests/gpodder tests/episodes tests/nextcloud \
+	tests/home tests/accounts/test_migrations.py
+
 test: lint servers
 	$(BIN)/pytest
 	DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 $(BIN)/pytest --reuse-db $(POOLED_SLICE)
+	TEST_HOME_SERVER=1 $(BIN)/pytest -p no:cacheprovider -m "not postgresql" $(HOME_SLICE)
+	./scripts/test-pythons.sh $(BIN)/python $(PYTHONS_SLICE)
+
+# The image and both compose layouts built and run with podman (docs/containers.md, "Testing the
+# image"): podman and a local Debian base image made first when missing, the home server synced
+# with, the full layout through a deletion and a restart. A few minutes; plain pytest skips them.
+image-test: $(VENV)/.dev
+	./tests/containers/prepare.sh
+	$(BIN)/pytest -p no:cacheprovider -m containers tests/containers
 
 # Style, types, and the dependency rule between the apps (docs/architecture.md).
 lint: $(VENV)/.dev

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import apps, feeds  # noqa: E402
+from bench import apps, feeds, home  # noqa: E402
 from tests import servers  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
@@ -63,7 +63,8 @@ class Gunicorn:
     """A gunicorn master serving `app` with config/gunicorn.py on a loopback port."""
 
     def __init__(self, app: str, env: dict[str, str], log: Path):
-        self.app, self.env, self.log = app, env, log
+        # No access log, as behind a proxy that keeps one: the figures are the service's own.
+        self.app, self.env, self.log = app, {"ACCESS_LOG": "false", **env}, log
         self.port = servers.free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -291,7 +292,8 @@ def main() -> None:
         # requests beside GET one; BENCH_ONLY=apps: only bench/apps.py's load, on PostgreSQL
         # with fsync off and with its defaults; BENCH_ONLY=catalogue: only the episode
         # catalogue's pages, export and feed-check store (bench_catalogue); BENCH_ONLY=feeds:
-        # only what reading each hostile feed shape costs a check (bench/feeds.py).
+        # only what reading each hostile feed shape costs a check (bench/feeds.py);
+        # BENCH_ONLY=home: only the home server's start, sync load and memory (bench/home.py).
         only = os.environ.get("BENCH_ONLY")
         served_alone = {
             "web": bench_web,
@@ -304,22 +306,24 @@ def main() -> None:
             with running(app):
                 app.start()
                 served_alone[only](app)
-        elif only not in ("queries", "apps", "feeds"):
+        elif only not in ("queries", "apps", "feeds", "home"):
             app = Gunicorn("config.wsgi", env, logs / "app.log")
             floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
             with running(app, floor):
                 app.start()
                 floor.start()
                 bench_http(app, floor, env, logs)
-        if only not in ("queries", "web", "nextcloud", "sync", "catalogue", "feeds"):
+        if only not in ("queries", "web", "nextcloud", "sync", "catalogue", "feeds", "home"):
             bench_apps(pg, redis_server, logs)
-        if only not in ("web", "sync", "apps", "catalogue", "feeds"):
+        if only not in ("web", "sync", "apps", "catalogue", "feeds", "home"):
             bench_nextcloud_queries()
-        if only not in ("web", "nextcloud", "sync", "apps", "catalogue", "feeds"):
+        if only not in ("web", "nextcloud", "sync", "apps", "catalogue", "feeds", "home"):
             bench_queries()
             bench_calls()
         if only in (None, "feeds"):
             feeds.bench_feed_parsing(row, catalogue_rss)
+        if only in (None, "home"):
+            home.bench_home(row)
     print("\n| figure | measured | target |\n|---|---|---|")
     for figure, measured, target in ROWS:
         print(f"| {figure} | {measured} | {target} |")

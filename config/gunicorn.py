@@ -18,8 +18,15 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # service's own TRUSTED_PROXIES, so that no other peer makes a request HTTPS through gunicorn
 # either (api.middleware.TrustedProxiesMiddleware). A Unix socket's peer is always believed.
 forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES", "127.0.0.1,::1")
-# The access log, when one is asked for (`--access-logfile`), keeps no Nextcloud poll token.
+# One access-log line per request, on the standard output beside the service's own log (where
+# systemd's journal or the container's log keeps it); ACCESS_LOG=false turns it off (a proxy in
+# front that logs them already). It keeps no Nextcloud poll token (nextcloud.logs).
+accesslog = None if os.environ.get("ACCESS_LOG", "true").lower() in ("0", "false", "no") else "-"
+access_log_format = '%(t)s %(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
 logger_class = "nextcloud.logs.AccessLogger"
+# No control socket: nothing here uses gunicorn's control interface, and the system user a
+# service runs as has no home folder to keep it in.
+control_socket_disable = True
 # Requests are short and wait on PostgreSQL: a few processes per core keep the cores busy.
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))
 worker_class = "gthread"  # threads keep client connections alive, which sync workers cannot
@@ -67,3 +74,11 @@ def on_starting(server: Any) -> None:
                 probe.bind((host, port))
             except OSError as exc:
                 raise RuntimeError(f"Cannot listen on {host}:{port}: {exc.strerror}") from exc
+
+
+def when_ready(server: Any) -> None:
+    """With reuse_port gunicorn's own start line names no address (the master listens on none):
+    name the addresses the workers listen on."""
+    if server.cfg.reuse_port:
+        addresses = ", ".join(f"http://{host}:{port}" for host, port in server.cfg.address)
+        server.log.info("Listening at: %s (each worker on a socket of its own)", addresses)

@@ -28,8 +28,8 @@ def postgres_server() -> Iterator[servers.Server | None]:
     """A PostgreSQL started for this session, unless TEST_DATABASE_URL names one; with
     TEST_PGBOUNCER set, PgBouncer in transaction mode in front of it, which the tests (and the
     servers and workers they start) then reach it through (make test's pooled slice)."""
-    if os.environ.get("TEST_DATABASE_URL"):
-        yield None
+    if os.environ.get("TEST_DATABASE_URL") or settings.HOME_SERVER:
+        yield None  # a running server named, or the home slice's SQLite
         return
     with servers.postgres() as server:
         if not os.environ.get("TEST_PGBOUNCER"):

@@ -234,11 +234,15 @@ def test_api8_debug_is_off_unless_asked_for():
     assert production_setting("DEBUG", SECRET_KEY=secret, DEBUG="true") == "True"
 
 
-def test_api8_make_run_is_the_one_place_debug_is_switched_on():
+def test_api8_make_dev_is_the_one_place_debug_is_switched_on():
+    """`make run`, the home server, runs without DEBUG; only the development server has it."""
     makefile = (ROOT / "Makefile").read_text()
 
-    assert makefile.count("DEBUG") == 1
-    assert "run: export DEBUG ?= true" in makefile
+    assert makefile.count("DEBUG ?=") == 1
+    assert "dev: export DEBUG ?= true" in makefile
+    run = makefile[makefile.index("\nrun:") :].split("\n\n")[0]
+    assert "manage.py serve" in run
+    assert "DEBUG" not in run
 
 
 def test_api8_errors_never_carry_a_traceback_or_the_debug_page(anon):

@@ -1,8 +1,9 @@
 """Settings for every environment, read from the environment with django-environ.
 
 Production needs no separate settings file: set `SECRET_KEY`, `DATABASE_URL`, `REDIS_URL` and
-`ALLOWED_HOSTS`. Without them the service runs on its embedded default (SQLite in `data/`,
-tasks in-process), which is what `make run` uses.
+`ALLOWED_HOSTS`. Without them the service is the home server (docs/self-hosting.md): SQLite in
+`data/`, tasks in-process, a secret key kept in `data/`, and the names a home network uses
+accepted. That is what `make run` and the container image's default start.
 """
 
 import ipaddress
@@ -13,19 +14,37 @@ from urllib.parse import urlsplit, urlunsplit
 import environ
 from kombu import Exchange, Queue
 
+from home import environment
+from home.environment import StartError
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-DATA_DIR = BASE_DIR / "data"
 
 env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
+# The home server's database, secret key and nothing else (a container's volume).
+DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "data")))
+DATABASE = env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}")
+# No database named: the home server, on SQLite in DATA_DIR, with its own defaults below.
+HOME_SERVER = "DATABASE_URL" not in env
+if HOME_SERVER:
+    try:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+    except OSError as _error:
+        raise StartError(
+            f"Cannot make {DATA_DIR}: {_error.strerror}; make its parent writable by this user"
+        ) from None
 
-# Development may run on a throwaway key; anything else must set one.
-SECRET_KEY = (
-    env.str("SECRET_KEY", default="django-insecure-development-only-key")
-    if DEBUG
-    else env.str("SECRET_KEY")
-)
+# Development may run on a throwaway key; the home server keeps one in its data folder; anything
+# else must set one (every web host the same).
+if "SECRET_KEY" in env or not (DEBUG or HOME_SERVER):
+    SECRET_KEY = env.str("SECRET_KEY")
+elif DEBUG:
+    SECRET_KEY = "django-insecure-development-only-key"
+else:
+    SECRET_KEY = environment.secret_key(
+        DATA_DIR, Path(DATABASE["NAME"]), new=env.bool("NEW_SECRET_KEY", default=False)
+    )
 
 # The address people and apps reach the service at (`https://sync.example.com`), for the
 # absolute URLs given to apps that keep them (the Nextcloud login, docs/nextcloud.md). Empty: the
@@ -41,8 +60,16 @@ if PUBLIC_URL:  # a mistyped one fails at start, not in an app's login
     ):
         raise ValueError("PUBLIC_URL must be an http(s) address like https://sync.example.com")
 
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# The home server takes the names a home network reaches it by (its addresses, its host name,
+# *.local, *.lan, *.home.arpa) with no configuration; anything else names its own. PUBLIC_URL's
+# host is always among them, and its origin trusted for the pages' forms.
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS",
+    default=environment.home_hosts() if HOME_SERVER else ["127.0.0.1", "localhost", "[::1]"],
+)
+if PUBLIC_URL and "ALLOWED_HOSTS" not in env:
+    ALLOWED_HOSTS.append(_public.hostname or "")
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[PUBLIC_URL] if PUBLIC_URL else [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -65,9 +92,12 @@ INSTALLED_APPS = [
     "episodes",
     "nextcloud",
     "web",
+    "home",
 ]
 
 MIDDLEWARE = [
+    # The home server's LAN addresses, and /health from this machine, whatever ALLOWED_HOSTS says.
+    "api.hosts.LocalHostsMiddleware",
     # Kasts' `host//index.php/...` read as `/index.php/...`, before any path is looked at.
     "nextcloud.middleware.DoubledSlashMiddleware",
     # The proxy headers of a peer that is not a trusted proxy dropped, before anything reads them.
@@ -112,11 +142,7 @@ TEMPLATES = [
     },
 ]
 
-if "DATABASE_URL" not in env:
-    DATA_DIR.mkdir(exist_ok=True)
-DATABASES = {
-    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}"),
-}
+DATABASES = {"default": DATABASE}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
 POSTGRESQL_ENGINE = "core.db.postgresql"  # its health check costs no round trip
@@ -142,8 +168,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # transactions); the advisory locks are per transaction already.
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = POOLED_BY_TRANSACTION
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Take the write lock at BEGIN so concurrent writers queue instead of failing mid-transaction.
-    DATABASES["default"]["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    # Take the write lock at BEGIN so concurrent writers queue instead of failing mid-transaction,
+    # for up to 20 s (the busy timeout). WAL lets reads go on beside the writer; synchronous=FULL
+    # makes each commit durable before it is answered, through a power cut on an SD card too.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -393,7 +425,8 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 
 # --- Security -------------------------------------------------------------------------------
-SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+# The home server speaks plain HTTP on its LAN; the full layout sits behind a TLS proxy.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not (DEBUG or HOME_SERVER))
 # Load balancers probe over plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^health$"]
 # The proxy's word that the request came over HTTPS, from TRUSTED_PROXIES only.
@@ -437,6 +470,21 @@ SILENCED_SYSTEM_CHECKS = env.list(
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "line": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "filters": {
+        "expected_401": {"()": "api.logs.ExpectedUnauthorized"},
+        "one_line": {"()": "api.logs.OneLine"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "line",
+            # Every gpodder app's sync starts with a 401 that asks for its credentials: expected,
+            # so not a warning; a refused Host is one line (api.logs).
+            "filters": ["expected_401", "one_line"],
+        },
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }

@@ -14,11 +14,24 @@ DATABASES = {
     "default": env.db_url("TEST_DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/opa"),
 }
 DATABASES["default"]["CONN_MAX_AGE"] = 0
+# PostgreSQL: the full layout's defaults, not the home server's (tests/home tests those).
+HOME_SERVER = False
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 DATABASES["default"]["ENGINE"] = POSTGRESQL_ENGINE
 # As deployed: prepared lookups, unless through PgBouncer in transaction mode (make test's
 # pooled slice, tests/conftest.py).
 DATABASES["default"]["OPTIONS"] = {} if POOLED_BY_TRANSACTION else {"prepare_threshold": 5}
 DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = POOLED_BY_TRANSACTION
+
+# make test's home slice: the API and page suites again on SQLite, under the home server's
+# settings (its busy timeout, WAL and synchronous=FULL), in a file as the home server keeps one.
+if env.bool("TEST_HOME_SERVER", default=False):
+    from .base import DATABASE as HOME_DATABASE
+
+    DATABASES = {"default": {**HOME_DATABASE, "CONN_MAX_AGE": 0}}
+    _name = env.str("TEST_SQLITE_NAME", default=str(DATA_DIR / "test.sqlite3"))  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": _name}
+    HOME_SERVER = True
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.Argon2PasswordHasher"]
 STORAGES = {

@@ -28,6 +28,16 @@ FAILING_IMPACTS = {"serious", "critical"}
 
 @pytest.fixture
 def browser() -> Iterator[WebDriver]:
+    driver = start_browser()
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def start_browser(*arguments: str) -> WebDriver:
+    """Headless Chromium with `arguments` besides the usual ones (a `--host-resolver-rules` that
+    sends a LAN name to loopback, say)."""
     for path in (CHROMIUM, CHROMEDRIVER):
         if not os.access(path, os.X_OK):
             # Failing, not skipping: a browser test that silently never runs tests nothing.
@@ -40,6 +50,7 @@ def browser() -> Iterator[WebDriver]:
         "--disable-dev-shm-usage",
         "--disable-gpu",
         "--window-size=1280,900",
+        *arguments,
     ):
         options.add_argument(argument)
     # Downloads land where a test can read them.
@@ -52,10 +63,7 @@ def browser() -> Iterator[WebDriver]:
     # An explicit driver path: Selenium Manager would otherwise try to download one.
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.implicitly_wait(5)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    return driver
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ key still works during a rolling upgrade."""
 
 from datetime import UTC, datetime
 
+import pytest
 from django.db import connection
 
 from subscriptions.feeds import url_key_digest
@@ -42,6 +43,7 @@ def test_every_action_stored_before_gets_its_episode_key(back_to_latest):
     assert keys["https://Media.Example:443/7.mp3"] == url_key_digest("https://media.example/7.mp3")
 
 
+@pytest.mark.postgresql
 def test_an_insert_that_names_no_key_still_works_between_the_two(back_to_latest):
     """What the previous release's processes do while the new one's migrations run."""
     old = migrate(ADDED)

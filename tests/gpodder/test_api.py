@@ -445,6 +445,7 @@ def test_a_body_over_the_limit_is_413(app):
     assert_error(response, 413)
 
 
+@pytest.mark.postgresql
 def test_an_upload_of_5000_urls_is_one_transaction_of_constant_queries(
     app, alice, django_assert_max_num_queries
 ):

@@ -72,6 +72,7 @@ def test_pulls_of_an_account_nobody_changed_answer_one_timestamp_and_write_nothi
         assert writes(captured) == []
 
 
+@pytest.mark.postgresql
 def test_a_pull_after_a_change_notes_its_timestamp_without_waiting_for_the_disk(
     transactional_db: None, phone: APIClient, alice: Any, clock: Any
 ) -> None:

@@ -462,6 +462,7 @@ def test_a_download_answers_from_where_the_devices_last_download_read(
 # --- query counts ---------------------------------------------------------------------------
 
 
+@pytest.mark.postgresql
 def test_queries_are_flat_in_the_number_of_actions_and_urls(
     nc: APIClient, alice: Any, django_assert_max_num_queries: Any, clock: Clock
 ) -> None:

@@ -13,6 +13,7 @@ from tests.nextcloud.conftest import APP
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
+@pytest.mark.postgresql
 def test_every_path_is_a_503_while_the_database_is_away(nc: APIClient, alice: Any) -> None:
     nc.get(f"{APP}/subscriptions")  # the credentials are remembered
     play = {"podcast": "https://e.example/f", "episode": "e1", "action": "play", "position": 1}

@@ -535,3 +535,22 @@ def test_the_server_is_the_public_url_when_set(db: None, page: Client, settings:
     assert page.post(page_path, {"decision": "allow"}).status_code == 200
     body = poll(started["poll"]["token"]).json()
     assert body["server"] == "https://sync.example.com"
+
+
+def test_behind_a_proxy_on_another_port_the_server_keeps_its_port(
+    db: None, page: Client, settings: Any
+) -> None:
+    """A proxy that passes the Host as the browser sent it (nginx's `$http_host`), on 8443."""
+    settings.ALLOWED_HOSTS = ["sync.example.com"]
+    proxied: dict[str, Any] = {
+        "HTTP_HOST": "sync.example.com:8443",
+        "HTTP_X_FORWARDED_PROTO": "https",
+        "REMOTE_ADDR": "127.0.0.1",
+    }
+    started = start(**proxied)
+    assert started["poll"]["endpoint"] == "https://sync.example.com:8443/index.php/login/v2/poll"
+    assert started["login"].startswith("https://sync.example.com:8443/login/flow/")
+    page_path = started["login"].removeprefix("https://sync.example.com:8443")
+    assert page.post(page_path, {"decision": "allow"}, **proxied).status_code == 200
+    body = poll(started["poll"]["token"], **proxied).json()
+    assert body["server"] == "https://sync.example.com:8443"

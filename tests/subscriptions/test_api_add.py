@@ -777,6 +777,7 @@ def test_queries_of_an_add_do_not_grow_with_its_entries(api, django_assert_max_n
     assert Subscription.objects.filter(feed_url__contains="://big-").count() == 400
 
 
+@pytest.mark.postgresql
 def test_an_add_reads_one_index_entry_per_guid_and_url_whatever_the_user_has(user):
     """Its lookup reads the history tables' indexes once per value, not the user's rows: as a
     join or with `= ANY`, it was planned on statistics from before the user's last large add,

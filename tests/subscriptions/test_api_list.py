@@ -599,6 +599,7 @@ def test_a_page_costs_a_fixed_number_of_queries(
     assert len(body["subscriptions"]) == subscriptions
 
 
+@pytest.mark.postgresql
 def test_a_list_query_reads_only_the_users_own_index_entries(transactional_db):
     """The list's query reads no table whole, nor another user's rows; page 1 of the 50 items
     changed since, wherever they are, reads 50 of the user's 10,000."""

@@ -217,6 +217,7 @@ def database_refuses(db):
     return install  # the test's transaction rolls the trigger back with everything else
 
 
+@pytest.mark.postgresql
 @pytest.mark.django_db(transaction=False)
 @pytest.mark.parametrize("sqlstate", ["40P01", "40001", "55P03"])
 @pytest.mark.parametrize("write", ["add", "update"])

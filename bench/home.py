@@ -1,0 +1,131 @@
+"""The home server (`manage.py serve`, docs/self-hosting.md): how soon it serves after a start on
+a warm venv, how AntennaPod's sync load (bench/apps.py) runs on its SQLite, and the memory of its
+whole process tree after that load (bench/README.md, "The home server")."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+
+from bench import apps
+
+ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "bench home server password 7"
+RSS_TARGET_MB = 150.0
+START_TARGET_S = 10.0
+SETTLE_S = 35.0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env(data: Path, port: int) -> dict[str, str]:
+    """A person's shell, with the data folder and port of this run."""
+    kept = ("PATH", "HOME", "LANG")
+    return {
+        **{name: os.environ[name] for name in kept if name in os.environ},
+        "DATA_DIR": str(data),
+        "PORT": str(port),
+        # As the PostgreSQL figures are measured: the per-user throttle runs, but never says no
+        # to the four devices of one user the load runs at full speed.
+        "THROTTLE_USER_RATE": "100000000/min",
+    }
+
+
+@contextlib.contextmanager
+def _serving(data: Path, port: int, log: Path) -> Iterator[tuple[psutil.Process, float]]:
+    """The home server started as `make run` starts it: its process, and seconds to serving."""
+    started = time.monotonic()
+    with open(log, "ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT, env=_env(data, port), stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        while not _healthy(port):
+            if process.poll() is not None:
+                raise RuntimeError(f"the home server stopped: see {log}")
+            if time.monotonic() - started > 120:
+                raise RuntimeError(f"the home server did not answer in 120 s: see {log}")
+            time.sleep(0.05)
+        yield psutil.Process(process.pid), time.monotonic() - started
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def _healthy(port: int) -> bool:
+    url = f"http://127.0.0.1:{port}/health"
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
+        return bool(answer.status == 200)
+    return False
+
+
+def tree_memory_mb(process: psutil.Process) -> tuple[float, float]:
+    """The RSS and the PSS (shared pages split between the processes that share them) of a
+    process and its children, in MB."""
+    rss = pss = 0.0
+    for member in [process, *process.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            full = member.memory_full_info()
+            rss += full.rss
+            pss += getattr(full, "pss", full.rss)
+    return rss / 1e6, pss / 1e6
+
+
+def bench_home(row: Callable[..., None]) -> None:
+    print("The home server: manage.py serve on SQLite, tasks in-process (bench/home.py)")
+    data = Path(tempfile.mkdtemp(prefix="opa-home-")) / "data"
+    port = _free_port()
+    log = data.parent / "serve.log"
+    with _serving(data, port, log) as (_, first):
+        pass
+    users = (
+        "from django.contrib.auth import get_user_model\n"
+        "for name in ('apps1', 'apps4'):\n"
+        f"    get_user_model().objects.create_user(name, password={PASSWORD!r})\n"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", users],
+        cwd=ROOT, env=_env(data, port), check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    with _serving(data, port, log) as (server, warm):
+        row("home server: first start to serving (migrations, static files)", f"{first:.1f} s")
+        row("home server: start to serving, warm venv", f"{warm:.1f} s", f"<= {START_TARGET_S:g} s")
+        idle_rss, idle_pss = tree_memory_mb(server)
+        row("home server: memory at rest", f"RSS {idle_rss:.0f} MB (PSS {idle_pss:.0f} MB)")
+        for count in (1, 4):
+            summary = apps.run(f"http://127.0.0.1:{port}", f"apps{count}", PASSWORD, apps=count)
+            bad = summary.not_200 or summary.failed or summary.missing
+            row(
+                f"home server: apps, {count} device(s), SQLite",
+                f"rounds {summary.ok_per_s:.0f} ok/s, p50 {summary.request_p50_ms:.2f} ms a "
+                f"request; not 200: {summary.not_200}; missed: {summary.missing}"
+                + (f"; FAILED: {summary.failed}" if summary.failed else ""),
+                "no answer but 200, nothing missed" + (" (NOT MET)" if bad else ""),
+            )
+        rss, pss = tree_memory_mb(server)
+        row("home server: memory right after the load", f"RSS {rss:.0f} MB (PSS {pss:.0f} MB)")
+        time.sleep(SETTLE_S)  # the schedule hands freed memory back every 30 s (home.scheduler)
+        rss, pss = tree_memory_mb(server)
+        met = "" if rss <= RSS_TARGET_MB else " (NOT MET)"
+        row(
+            f"home server: memory of the whole process tree after the load (+{SETTLE_S:g} s)",
+            f"RSS {rss:.0f} MB (PSS {pss:.0f} MB)",
+            f"RSS <= {RSS_TARGET_MB:g} MB{met}",
+        )

@@ -1,0 +1,201 @@
+"""Start the home server (docs/self-hosting.md): check what would stop it, bring the database up
+to date, make the first staff account, say where to reach it, then become gunicorn.
+
+Each fault a person can meet here (the data folder read-only or full, the port taken, the
+database away) stops the start with one line saying what to do, before anything is written.
+"""
+
+import contextlib
+import errno
+import hashlib
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.staticfiles import finders
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connections
+
+from accounts.selectors import USERNAME_TAKEN
+from accounts.services import staff_ensure
+from core.exceptions import InvalidInput
+from deletions.services import deletion_sweep
+from home.environment import host_name, lan_addresses
+
+ROOT = Path(__file__).resolve().parents[3]
+GUNICORN_CONFIG = ROOT / "config" / "gunicorn_home.py"
+STAFF = "admin"
+
+
+class Command(BaseCommand):
+    help = "Start the home server: migrate, make the first staff account, and serve on the LAN."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--host",
+            default=os.environ.get("HOST", "0.0.0.0"),  # a home server serves its LAN
+            help="The address to listen on (HOST; every interface by default).",
+        )
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=float(os.environ.get("DATABASE_WAIT", "0")),
+            help="Seconds to wait for a database that does not answer yet (a container's).",
+        )
+        parser.add_argument(
+            "--no-exec", action="store_true", help="Prepare and print, but do not serve (tests)."
+        )
+
+    def handle(self, *args: Any, host: str, port: int, wait: float, **options: Any) -> None:
+        data_dir = Path(settings.DATA_DIR)
+        if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+            _check_writable(data_dir)
+        _check_port(host, port)
+        self._wait_for_database(wait)
+        call_command("migrate", interactive=False, verbosity=0)
+        _collect_static()
+        swept = deletion_sweep(resend_after=0)  # deletions a stop cut short go on now
+        if swept["resent"]:
+            self.stdout.write(f"Deletions taken up again: {swept['resent']}")
+        password = self._first_staff()
+        self._tell_where(host, port, password, data_dir)
+        connections.close_all()
+        if options["no_exec"]:
+            return
+        os.environ["GUNICORN_BIND"] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        # glibc gives each thread that allocates an arena of its own, which the worker's threads
+        # keep: two hold the home server within its memory (bench/README.md, "The home server").
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+        sys.stdout.flush()
+        command = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--chdir",
+            str(ROOT),
+            "-c",
+            str(GUNICORN_CONFIG),
+        ]
+        command.append("config.wsgi")
+        os.execv(sys.executable, command)
+
+    def _wait_for_database(self, wait: float) -> None:
+        """Until the database answers, for at most `wait` seconds; then one line saying so."""
+        deadline = time.monotonic() + wait
+        told = False
+        while True:
+            try:
+                connections["default"].ensure_connection()
+                return
+            except DatabaseError as exc:
+                if time.monotonic() >= deadline:
+                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    raise CommandError(
+                        "The database does not answer"
+                        + (f" ({reason})" if reason else "")
+                        + ": start it, or check DATABASE_URL"
+                    ) from None
+                if not told:
+                    self.stdout.write("Waiting for the database...")
+                    told = True
+                connections["default"].close()
+                time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
+
+    def _first_staff(self) -> str | None:
+        try:
+            return staff_ensure(username=STAFF)
+        except InvalidInput:  # an account has that name, in some case, but is not staff
+            raise CommandError(
+                f"{USERNAME_TAKEN}: make a staff account with manage.py createsuperuser"
+            ) from None
+
+    def _tell_where(self, host: str, port: int, password: str | None, data_dir: Path) -> None:
+        everywhere = host in ("0.0.0.0", "::", "")
+        addresses = lan_addresses() if everywhere else [host]
+        names = [f"{host_name()}.local"] if everywhere and host_name() else []
+        urls = [_url(a, port) for a in addresses + names]
+        if settings.PUBLIC_URL:  # behind a proxy, that is the one address apps are given
+            urls = [settings.PUBLIC_URL]
+        lines = ["", "  The podcast sync server is starting."]
+        if urls:
+            lines.append("  In your apps, the server's address is one of these:")
+            lines += [f"    {url}" for url in urls]
+        lines.append(f"  On this machine: {_url('localhost' if everywhere else host, port)}/")
+        if password is not None:
+            lines.append(f"  Sign in as '{STAFF}' with the password: {password}")
+            lines.append("  (shown only this once: note it now)")
+        else:
+            lines.append(f"  Forgot the '{STAFF}' password? {_manage()} changepassword {STAFF}")
+        lines.append(f"  Your data (database and secret key): {data_dir}")
+        lines.append("  Stop with Ctrl+C.")
+        self.stdout.write("\n".join([*lines, ""]))
+
+
+def _collect_static() -> None:
+    """collectstatic, only when a static file changed since it last ran: it post-processes every
+    file each time, which takes seconds a restart should not (bench/README.md, "The home
+    server")."""
+    digest = hashlib.sha256()
+    for finder in finders.get_finders():
+        for path, storage in sorted(finder.list([]), key=lambda found: found[0]):
+            stat = os.stat(storage.path(path))
+            digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    stamp = Path(settings.STATIC_ROOT) / ".sources"
+    manifest = Path(settings.STATIC_ROOT) / "staticfiles.json"
+    with contextlib.suppress(OSError):
+        if manifest.exists() and stamp.read_text() == digest.hexdigest():
+            return
+    call_command("collectstatic", interactive=False, verbosity=0)
+    stamp.write_text(digest.hexdigest())
+
+
+def _manage() -> str:
+    """How to run manage.py as this start did, for a command to copy."""
+    python = Path(sys.executable)
+    if python.is_relative_to(ROOT):
+        python = python.relative_to(ROOT)
+    return f"{python} manage.py" if Path.cwd() == ROOT else f"{python} {ROOT / 'manage.py'}"
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}" + ("" if port == 80 else f":{port}")
+
+
+def _check_writable(data_dir: Path) -> None:
+    """The database and its journal are written in the data folder: a probe write tells now."""
+    probe = data_dir / ".write-test"
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb") as file:
+            file.write(b"\0" * 65536)
+            file.flush()
+            os.fsync(file.fileno())
+    except OSError as exc:
+        why = "it is full" if exc.errno == errno.ENOSPC else exc.strerror
+        raise CommandError(
+            f"Cannot write in {data_dir} ({why}): make it writable by this user, with free space"
+        ) from None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+
+
+def _check_port(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CommandError(
+                    f"Port {port} is in use: stop what uses it, or start with PORT=<another>"
+                ) from None
+            raise CommandError(f"Cannot listen on {host}:{port}: {exc.strerror}") from None

@@ -1,0 +1,197 @@
+"""`manage.py serve`, the home server's start (docs/self-hosting.md), up to the moment it becomes
+gunicorn (`--no-exec`): what it prints, what it keeps in the data folder, and each fault that
+stops it with one line saying what to do and nothing in the data folder changed."""
+
+import contextlib
+import hashlib
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import servers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """manage.py as a person runs it: no settings module, key or database named."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "DATA_DIR": str(data), **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def serve(data: Path, port: int | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    return run(data, "serve", "--no-exec", "--port", str(port or servers.free_port()), **env)
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.iterdir())
+        if path.is_file()
+    }
+
+
+def assert_one_line(done: subprocess.CompletedProcess[str], says: str) -> None:
+    assert done.returncode != 0, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert re.search(says, lines[0]), lines[0]
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A data folder after a first start, and the first start's output."""
+    data = tmp_path_factory.mktemp("home") / "data"
+    done = serve(data)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return data, done.stdout
+
+
+def test_the_first_start_says_where_to_connect_and_the_first_password(
+    started: tuple[Path, str],
+) -> None:
+    data, out = started
+    assert re.search(r"Sign in as 'admin' with the password: \S{12,}", out)
+    assert "shown only this once" in out
+    assert f"Your data (database and secret key): {data}" in out
+    assert re.search(r"http://localhost:\d+/", out)
+    for address in _lan_addresses():
+        assert address in out
+    assert stat.S_IMODE((data / "secret_key").stat().st_mode) == 0o600
+    assert (data / "db.sqlite3").exists()
+
+
+def test_a_later_start_keeps_the_key_and_says_how_to_reset_the_password(
+    started: tuple[Path, str],
+) -> None:
+    data, _ = started
+    key = (data / "secret_key").read_text()
+    done = serve(data)
+    assert done.returncode == 0, done.stderr
+    assert "with the password" not in done.stdout
+    assert "Forgot the 'admin' password?" in done.stdout
+    assert "manage.py changepassword admin" in done.stdout
+    assert (data / "secret_key").read_text() == key
+
+
+def test_every_manage_command_works_afterwards_with_no_environment(
+    started: tuple[Path, str],
+) -> None:
+    data, _ = started
+    counted = run(
+        data,
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; "
+        "print(User.objects.filter(is_staff=True).count())",
+    )
+    assert counted.returncode == 0, counted.stderr
+    assert counted.stdout.strip().splitlines()[-1] == "1"
+    exported = run(data, "export_opml", "admin", "--no-progress")
+    assert exported.returncode == 0, exported.stderr
+    assert "<opml" in exported.stdout
+    assert run(data, "check").returncode == 0
+
+
+def test_a_port_in_use_stops_the_start(started: tuple[Path, str]) -> None:
+    data, _ = started
+    before = fingerprint(data)
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = serve(data, port)
+    assert_one_line(done, rf"Port {port} is in use: stop what uses it, or start with PORT=")
+    assert fingerprint(data) == before
+
+
+def test_a_database_that_does_not_answer_stops_the_start(tmp_path: Path) -> None:
+    done = serve(
+        tmp_path,
+        DATABASE_URL=f"postgres://opa@127.0.0.1:{servers.free_port()}/opa",
+        SECRET_KEY="a-key-for-this-test-only-0123456789-0123456789",
+    )
+    assert_one_line(done, r"The database does not answer.*: start it, or check DATABASE_URL")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda key: key.unlink(), r"secret_key is missing but .*db.sqlite3 exists: restore"),
+        (lambda key: key.write_text(""), r"secret_key is empty: restore"),
+        (lambda key: (key.unlink(), key.mkdir()), r"Cannot read .*secret_key"),
+    ],
+    ids=["missing", "empty", "unreadable"],
+)
+def test_a_lost_or_broken_key_stops_the_start(
+    tmp_path: Path, started: tuple[Path, str], damage: object, says: str
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "db.sqlite3").write_bytes((started[0] / "db.sqlite3").read_bytes())
+    key = data / "secret_key"
+    key.write_text("a key")
+    damage(key)  # type: ignore[operator]
+    before = fingerprint(data)
+    assert_one_line(serve(data), says)
+    assert fingerprint(data) == before
+
+
+@contextlib.contextmanager
+def mounted(*command: str) -> Iterator[None]:
+    subprocess.run(["mount", *command], check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", command[-1]], check=True, capture_output=True)
+
+
+def test_a_read_only_data_folder_stops_the_start(tmp_path: Path, started: tuple[Path, str]) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("db.sqlite3", "secret_key"):
+        (data / name).write_bytes((started[0] / name).read_bytes())
+    before = fingerprint(data)
+    with mounted("--bind", "-o", "ro", str(data), str(data)):
+        assert_one_line(serve(data), rf"Cannot write in {data} \(Read-only file system\)")
+    assert fingerprint(data) == before
+
+
+def test_a_full_data_folder_stops_the_start(tmp_path: Path, started: tuple[Path, str]) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    size = (started[0] / "db.sqlite3").stat().st_size + 64 * 1024
+    with mounted("-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(data)):
+        for name in ("db.sqlite3", "secret_key"):
+            (data / name).write_bytes((started[0] / name).read_bytes())
+        filler = data / "filler"
+        with contextlib.suppress(OSError), open(filler, "wb") as file:
+            while True:
+                file.write(b"\0" * 4096)
+                file.flush()
+        filler_size = filler.stat().st_size
+        before = fingerprint(data)
+        assert_one_line(serve(data), rf"Cannot write in {data} \(it is full\)")
+        assert fingerprint(data) == before
+        assert filler.stat().st_size == filler_size
+
+
+def _lan_addresses() -> list[str]:
+    from home.environment import lan_addresses
+
+    return lan_addresses()
