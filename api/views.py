@@ -6,7 +6,6 @@ import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
@@ -15,7 +14,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.schema import errors
+from core import version
 
+SERVER_URN = f"urn:{version.NAME}:server"
 CAPABILITIES = {
     "urn:opa:core": {"1.0.0": {"status": "STABLE", "root": "/v1"}},
     # GET and POST {root}/subscriptions.opml: OPML 2.0 export and import (docs/api.md,
@@ -23,6 +24,24 @@ CAPABILITIES = {
     "urn:opa:extra:opml": {"1.0.0": {"status": "STABLE", "root": "/v1"}},
     # The gpodder.net API v2 over the same subscriptions (docs/gpodder-api.md).
     "urn:opa:extra:gpodder": {"2": {"status": "STABLE", "root": "/api/2"}},
+    # Which software answers, and its release, for a self-hoster or a bug report: shaped as
+    # every other capability (a URN, its versions), so that a client reading them all reads it.
+    SERVER_URN: {version.VERSION: {"status": "STABLE", "root": "/"}},
+}
+_CAPABILITY = {  # one version of one URN
+    "type": "object",
+    "properties": {"status": {"type": "string"}, "root": {"type": "string"}},
+    "required": ["status", "root"],
+}
+CAPABILITIES_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "urn:opa:core": {"type": "object", "additionalProperties": _CAPABILITY},
+        SERVER_URN: {"type": "object", "additionalProperties": _CAPABILITY},
+    },
+    "required": ["urn:opa:core", SERVER_URN],
+    # Every other key is a URN (urn:opa:extra:...), its versions by number.
+    "additionalProperties": {"type": "object", "additionalProperties": _CAPABILITY},
 }
 
 
@@ -51,8 +70,8 @@ class CapabilitiesView(PublicView):
     @extend_schema(
         responses={
             200: OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="Versions and features by URN",
+                CAPABILITIES_SCHEMA,
+                description="Versions and features by URN, this server's release among them",
                 examples=[OpenApiExample("This server", value=CAPABILITIES)],
             ),
             **errors(429),
@@ -76,13 +95,28 @@ class NotFoundView(PublicView):
 
 
 def health(request: HttpRequest) -> JsonResponse:
-    """200 when the database and the broker answer, 503 otherwise."""
+    """200 when the database and the broker answer, 503 otherwise; with the server's version."""
     checks = {"database": _check_database(), "broker": _check_broker()}
     healthy = all(value in ("ok", "in-process") for value in checks.values())
-    return JsonResponse(
-        {"status": "ok" if healthy else "unavailable", **checks},
-        status=200 if healthy else 503,
-    )
+    body: dict[str, Any] = {
+        "status": "ok" if healthy else "unavailable",
+        **checks,
+        "version": version.VERSION,
+    }
+    if connection.vendor == "sqlite" and checks["database"] == "ok":
+        body["sqlite"] = _sqlite_settings()
+    return JsonResponse(body, status=200 if healthy else 503)
+
+
+def _sqlite_settings() -> dict[str, Any]:
+    """What keeps the home server's writes safe, as its connections really have it: WAL,
+    synchronous=FULL (2), and the busy timeout in milliseconds (docs/self-hosting.md)."""
+    with connection.cursor() as cursor:
+        found = {}
+        for pragma in ("journal_mode", "synchronous", "busy_timeout"):
+            cursor.execute(f"PRAGMA {pragma}")
+            found[pragma] = cursor.fetchone()[0]
+    return found
 
 
 def _check_database() -> str:

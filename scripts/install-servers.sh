@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs the PostgreSQL, PgBouncer and Redis server binaries the tests start, Chromium and its driver for
-# the admin's browser test, when they are missing, and any commands named as arguments.
+# the admin's browser test, systemd-analyze for the units' test, when they are missing, and any
+# commands named as arguments.
+#
+# It never starts, stops or reconfigures a service of this machine, which may be one that serves:
+# the tests start their own servers on free ports, and Debian's packages are kept from starting
+# theirs while they install (below).
 set -euo pipefail
 
 missing=()
@@ -13,6 +18,8 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 # tests/e2e/test_admin_browser.py drives these two (at /usr/bin, where Debian puts them).
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+# tests/deploy/test_systemd.py verifies the units in deploy/systemd with it.
+command -v systemd-analyze >/dev/null || missing+=(systemd)
 for tool in "$@"; do  # more commands, each from the Debian package of its name (make bench: wrk)
   command -v "$tool" >/dev/null || missing+=("$tool")
 done
@@ -25,10 +32,21 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
   fi
 fi
+
+# Debian's packages start their services as they install (invoke-rc.d and deb-systemd-invoke ask
+# policy-rc.d first): one that answers 101, "action forbidden", keeps them all from starting, for
+# the length of this install only. One already in place (a container image's) is the machine's
+# own policy and is left as it is. POLICY_RC_D: another path, for tests/deploy.
+policy="${POLICY_RC_D:-/usr/sbin/policy-rc.d}"
+if [ ! -e "$policy" ]; then
+  # set -C: never over a policy that appeared meanwhile.
+  $sudo sh -c 'set -C; printf "#!/bin/sh\n# scripts/install-servers.sh, while it installs\nexit 101\n" >"$1" && chmod 755 "$1"' sh "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+  trap 'exit 130' INT TERM
+fi
+
 echo "Installing ${missing[*]} from Debian's packages"
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The Debian packages start their own servers; the tests start theirs on free ports.
-$sudo service redis-server stop >/dev/null 2>&1 || true
-$sudo service postgresql stop >/dev/null 2>&1 || true
-$sudo service pgbouncer stop >/dev/null 2>&1 || true
+# needrestart, where installed, would restart the services using a library the install upgraded.
+$sudo env DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 \
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"

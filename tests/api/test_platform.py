@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,9 +15,11 @@ import yaml
 from django.db import connections
 from django.db.utils import OperationalError
 
+from core import version
 from tests import servers
 
 CORE = {"1.0.0": {"status": "STABLE", "root": "/v1"}}
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 # --- Capabilities -----------------------------------------------------------------------------
@@ -29,7 +32,30 @@ def test_capabilities_need_no_token(anon, db):
     assert response["Content-Type"].startswith("application/json")
     body = response.json()
     assert body["urn:opa:core"] == CORE
-    assert all(key.startswith("urn:opa:extra:") for key in body if key != "urn:opa:core")
+    extras = set(body) - {"urn:opa:core", "urn:opa-subscriptions:server"}
+    assert all(key.startswith("urn:opa:extra:") for key in extras)
+
+
+def test_capabilities_name_the_server_and_its_version(anon, db):
+    """The version a self-hoster sees is pyproject.toml's (docs/api.md, "GET /v1/capabilities")."""
+    with open(PYPROJECT, "rb") as file:
+        project = tomllib.load(file)["project"]
+
+    server = anon.get("/v1/capabilities").json()[f"urn:{project['name']}:server"]
+
+    assert server == {project["version"]: {"status": "STABLE", "root": "/"}}
+
+
+def test_capabilities_answer_what_their_document_declares(anon, openapi):
+    schema = openapi["paths"]["/v1/capabilities"]["get"]["responses"]["200"]["content"][
+        "application/json"
+    ]["schema"]
+    body = anon.get("/v1/capabilities").json()
+
+    assert set(schema["required"]) <= set(body)
+    for urn, versions in body.items():
+        assert urn.startswith("urn:"), urn
+        assert all(set(v) == {"status", "root"} for v in versions.values()), urn
 
 
 def test_capabilities_advertise_opml_where_it_is_served(api, anon):
@@ -85,7 +111,12 @@ def test_health_without_redis(anon, db, settings):
     response = anon.get("/health")
 
     assert response.status_code == 200, response.content
-    assert response.json() == {"status": "ok", "database": "ok", "broker": "in-process"}
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "in-process",
+        "version": version.VERSION,
+    }
 
 
 def test_health_with_a_running_redis(anon, db, settings):
@@ -95,7 +126,12 @@ def test_health_with_a_running_redis(anon, db, settings):
         response = anon.get("/health")
 
     assert response.status_code == 200, response.content
-    assert response.json() == {"status": "ok", "database": "ok", "broker": "ok"}
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "ok",
+        "version": version.VERSION,
+    }
 
 
 def test_health_when_redis_goes_away(anon, db, settings):
@@ -111,6 +147,7 @@ def test_health_when_redis_goes_away(anon, db, settings):
     assert body["status"] != "ok"
     assert body["broker"] != "ok"
     assert body["database"] == "ok"
+    assert body["version"] == version.VERSION  # which release is failing, too
 
 
 def test_health_with_redis_on_a_closed_port(anon, db, settings):
@@ -366,7 +403,14 @@ def test_check_deploy_passes_with_production_settings(tmp_path):
 
 
 def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
-    env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "config.settings.base"}
+    """The full layout (a DATABASE_URL of its own) needs one key on every host: it is never made
+    up. The home server keeps its own (tests/home)."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "DATABASE_URL": "postgres://opa@127.0.0.1:1/opa",
+        "DATA_DIR": str(tmp_path),
+    }
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=Path(__file__).resolve().parents[2],
@@ -377,6 +421,7 @@ def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path):
     )
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
+    assert not list(tmp_path.iterdir())
 
 
 def test_health_is_not_redirected_to_https(anon, db, settings):

@@ -413,3 +413,40 @@ def test_every_page_is_a_constant_number_of_queries(
         ],
     )
     assert counts() == few
+
+
+@pytest.mark.parametrize("path", ["/login/", "/podcasts/"])
+def test_every_page_names_the_server_version_in_its_footer(page: Client, path: str) -> None:
+    """pyproject.toml's, the one a self-hoster also reads in /health and /v1/capabilities."""
+    from core import version
+
+    client = page if path != "/login/" else Client()
+    body = client.get(path).content.decode()
+
+    footer = body[body.index('<footer class="bottom">') :]
+    assert f"{version.NAME} {version.VERSION}" in footer
+    assert version.VERSION != version.UNKNOWN
+
+
+def test_a_page_write_racing_a_deactivation_signs_out_instead_of_failing(
+    page: Client, person: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signed in when the request began, deactivated before its write: the write's lock
+    refuses the account, and the page signs the browser out (never a 500)."""
+    from subscriptions.models import Subscription
+    from tests.helpers import subscribe
+    from web import views
+
+    sub = subscribe(person, "https://race.example/feed.xml")
+    real = views.subscription_update
+
+    def deactivated_first(**kwargs: Any) -> Any:
+        type(person).objects.filter(pk=person.pk).update(is_active=False)
+        return real(**kwargs)
+
+    monkeypatch.setattr(views, "subscription_update", deactivated_first)
+    response = page.post(f"/podcasts/{sub.guid}/subscription/", {"is_subscribed": "false"})
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+    assert Subscription.objects.get(pk=sub.pk).is_subscribed is True
+    assert page.get("/podcasts/").status_code == 302  # signed out

@@ -1,9 +1,11 @@
-"""How the pages word episode actions and durations."""
+"""How the pages word episode actions and durations, and the server's version."""
 
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from django import template
+
+from core import version
 
 register = template.Library()
 
@@ -38,3 +40,9 @@ def action_summary(action: Any) -> str:
         return "Played"
     told = f"Played to {duration(action.position)}"
     return f"{told} of {duration(action.total)}" if action.total else told
+
+
+@register.simple_tag
+def server_version() -> str:
+    """Which software and release a self-hoster runs, e.g. "opa-subscriptions 1.1.0"."""
+    return f"{version.NAME} {version.VERSION}"
