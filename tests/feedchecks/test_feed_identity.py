@@ -4,6 +4,7 @@ server, and what changes in the user's subscriptions (docs/api.md, "Feed identit
 import time
 import unicodedata
 import uuid
+from typing import Any
 
 import pytest
 
@@ -481,7 +482,8 @@ def test_a_found_guid_skips_an_account_deactivated_since_and_reaches_the_others(
     from tests.helpers import subscribe
 
     url = "https://shared.example/feed.xml"
-    active, gone = UserFactory(), UserFactory()
+    active: Any = UserFactory()
+    gone: Any = UserFactory()
     for user in (active, gone):
         subscribe(user, url)
     type(gone).objects.filter(pk=gone.pk).update(is_active=False)
