@@ -95,6 +95,12 @@ def lan_addresses() -> list[str]:
     return [str(ip) for ip in found]
 
 
+def in_container() -> bool:
+    """Whether this runs in a container (podman's mark, or Docker's): its addresses and name
+    are then the container's own, which no phone reaches."""
+    return Path("/run/.containerenv").exists() or Path("/.dockerenv").exists()
+
+
 def host_name() -> str:
     return socket.gethostname().strip().lower()
 

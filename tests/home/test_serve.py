@@ -4,6 +4,7 @@ stops it with one line saying what to do and nothing in the data folder changed.
 
 import contextlib
 import hashlib
+import io
 import os
 import re
 import socket
@@ -195,3 +196,19 @@ def _lan_addresses() -> list[str]:
     from home.environment import lan_addresses
 
     return lan_addresses()
+
+
+def test_in_a_container_the_start_names_no_address_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A container's addresses and name are its own, which no phone reaches."""
+    from home.management.commands import serve as command
+
+    monkeypatch.setattr(command, "in_container", lambda: True)
+    out = io.StringIO()
+    command.Command(stdout=out)._tell_where("0.0.0.0", 8000, None, tmp_path)
+    printed = out.getvalue()
+    assert "this machine's, with the port published" in printed
+    assert "Stop with docker stop." in printed
+    for address in _lan_addresses():
+        assert address not in printed

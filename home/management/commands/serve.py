@@ -7,7 +7,6 @@ database away) stops the start with one line saying what to do, before anything 
 
 import contextlib
 import errno
-import hashlib
 import os
 import socket
 import sys
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
@@ -25,7 +23,8 @@ from accounts.selectors import USERNAME_TAKEN
 from accounts.services import staff_ensure
 from core.exceptions import InvalidInput
 from deletions.services import deletion_sweep
-from home.environment import host_name, lan_addresses
+from home.environment import host_name, in_container, lan_addresses
+from home.static import collect_static
 
 ROOT = Path(__file__).resolve().parents[3]
 GUNICORN_CONFIG = ROOT / "config" / "gunicorn_home.py"
@@ -59,7 +58,7 @@ class Command(BaseCommand):
         _check_port(host, port)
         self._wait_for_database(wait)
         call_command("migrate", interactive=False, verbosity=0)
-        _collect_static()
+        collect_static()
         swept = deletion_sweep(resend_after=0)  # deletions a stop cut short go on now
         if swept["resent"]:
             self.stdout.write(f"Deletions taken up again: {swept['resent']}")
@@ -123,7 +122,12 @@ class Command(BaseCommand):
         if settings.PUBLIC_URL:  # behind a proxy, that is the one address apps are given
             urls = [settings.PUBLIC_URL]
         lines = ["", "  The podcast sync server is starting."]
-        if urls:
+        if in_container() and not settings.PUBLIC_URL:
+            lines.append(
+                "  In your apps, the server's address is this machine's, with the port published"
+                " (docker run -p 8000:8000: http://<this machine's name or address>:8000)."
+            )
+        elif urls:
             lines.append("  In your apps, the server's address is one of these:")
             lines += [f"    {url}" for url in urls]
         lines.append(f"  On this machine: {_url('localhost' if everywhere else host, port)}/")
@@ -133,26 +137,8 @@ class Command(BaseCommand):
         else:
             lines.append(f"  Forgot the '{STAFF}' password? {_manage()} changepassword {STAFF}")
         lines.append(f"  Your data (database and secret key): {data_dir}")
-        lines.append("  Stop with Ctrl+C.")
+        lines.append("  Stop with docker stop." if in_container() else "  Stop with Ctrl+C.")
         self.stdout.write("\n".join([*lines, ""]))
-
-
-def _collect_static() -> None:
-    """collectstatic, only when a static file changed since it last ran: it post-processes every
-    file each time, which takes seconds a restart should not (bench/README.md, "The home
-    server")."""
-    digest = hashlib.sha256()
-    for finder in finders.get_finders():
-        for path, storage in sorted(finder.list([]), key=lambda found: found[0]):
-            stat = os.stat(storage.path(path))
-            digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    stamp = Path(settings.STATIC_ROOT) / ".sources"
-    manifest = Path(settings.STATIC_ROOT) / "staticfiles.json"
-    with contextlib.suppress(OSError):
-        if manifest.exists() and stamp.read_text() == digest.hexdigest():
-            return
-    call_command("collectstatic", interactive=False, verbosity=0)
-    stamp.write_text(digest.hexdigest())
 
 
 def _manage() -> str:

@@ -1,0 +1,84 @@
+"""make image-test's fixtures: podman, the service's image and the stand-ins for the postgres
+and redis images, each built once per run, and the figures the tests measure, printed at the
+end of the run and written to test-output/image-test.json (or under TEST_OUTPUT_DIR)."""
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.containers.podman import ROOT, Podman
+
+# The service's image as the tests build it; compose reads the name from PODSYNC_IMAGE.
+IMAGE = "localhost/podsync:image-test"
+# No registry here: Debian's PostgreSQL and Redis under the names compose.full.yaml uses by
+# default, built from tests/containers/<folder>/Containerfile. Debian 12's PostgreSQL is 15: the
+# service needs nothing of 17 that 15 lacks.
+STAND_INS = {"localhost/postgres:17": "postgres", "localhost/redis:7": "redis"}
+
+MEASURES: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="session")
+def podman() -> Podman:
+    return Podman()
+
+
+@pytest.fixture(scope="session")
+def measures() -> dict[str, Any]:
+    return MEASURES
+
+
+@pytest.fixture(scope="session")
+def image(podman: Podman) -> str:
+    start = time.monotonic()
+    built = podman.build(IMAGE, ROOT, "-f", str(ROOT / "Containerfile"))
+    MEASURES["image build (s)"] = round(time.monotonic() - start, 1)
+    MEASURES["image build steps from cache"] = built.stdout.count("Using cache")
+    size = int(podman("image", "inspect", "--format", "{{.Size}}", IMAGE).stdout)
+    base = int(podman("image", "inspect", "--format", "{{.Size}}", "debian:bookworm-slim").stdout)
+    MEASURES["image size (MB)"] = round(size / 1e6, 1)
+    MEASURES["image size over debian:bookworm-slim (MB)"] = round((size - base) / 1e6, 1)
+    return IMAGE
+
+
+@pytest.fixture(autouse=True)
+def leaves_nothing(podman: Podman) -> Iterator[None]:
+    """Each test removes every container, volume and network it made, whatever happened."""
+
+    def made() -> dict[str, set[str]]:
+        return {
+            kind: set(podman(*command, check=False).stdout.split())
+            for kind, command in (
+                ("containers", ("ps", "-aq")),
+                ("volumes", ("volume", "ls", "-q")),
+                ("networks", ("network", "ls", "-q")),
+            )
+        }
+
+    before = made()
+    yield
+    after = made()
+    left = {kind: after[kind] - before[kind] for kind in after if after[kind] - before[kind]}
+    assert not left, f"left behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def stand_ins(podman: Podman) -> None:
+    for tag, folder in STAND_INS.items():
+        podman.build(tag, ROOT / "tests" / "containers" / folder)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not MEASURES:
+        return
+    terminalreporter.section("image-test measures")
+    for name, value in MEASURES.items():
+        terminalreporter.write_line(f"{name}: {value}")
+    output = Path(os.environ.get("TEST_OUTPUT_DIR", ROOT / "test-output"))
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "image-test.json").write_text(json.dumps(MEASURES, indent=2) + "\n")
