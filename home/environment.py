@@ -96,9 +96,9 @@ def lan_addresses() -> list[str]:
 
 
 def in_container() -> bool:
-    """Whether this runs in a container (podman's mark, or Docker's): its addresses and name
-    are then the container's own, which no phone reaches."""
-    return Path("/run/.containerenv").exists() or Path("/.dockerenv").exists()
+    """Whether this runs in the service's image (its Containerfile sets IN_CONTAINER): its
+    addresses and name are then the container's own, which no phone reaches."""
+    return os.environ.get("IN_CONTAINER", "").lower() in ("1", "true", "yes")
 
 
 def host_name() -> str:
