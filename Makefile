@@ -55,7 +55,7 @@ PYTHONS_SLICE := tests/api tests/subscriptions tests/gpodder tests/episodes test
 test: lint servers
 	$(BIN)/pytest
 	DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 $(BIN)/pytest --reuse-db $(POOLED_SLICE)
-	TEST_HOME_SERVER=1 $(BIN)/pytest -p no:cacheprovider -m "not postgresql" $(HOME_SLICE)
+	TEST_HOME_SERVER=1 $(BIN)/pytest -p no:cacheprovider -n 2 -m "not postgresql" $(HOME_SLICE)
 	./scripts/test-pythons.sh $(BIN)/python $(PYTHONS_SLICE)
 
 # The image and both compose layouts built and run with podman (docs/containers.md, "Testing the
