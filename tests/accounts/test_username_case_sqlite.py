@@ -2,12 +2,9 @@
 of its own on a fresh SQLite file: the index folds case as the services' check (`LIKE`) does,
 ASCII letters only, and the migration stops on accounts that differ only in case."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.sqlite import run_on_sqlite
 
 SCRIPT = r"""
 import django
@@ -64,18 +61,4 @@ print("ok")
 
 
 def test_usernames_unique_whatever_their_case_on_sqlite(tmp_path: Path) -> None:
-    env = {
-        "PATH": os.environ["PATH"],
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
-        "SECRET_KEY": "sqlite-username-test-secret-key-long-enough-0123456789",
-        "DEBUG": "true",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "FEED_CHECKS_ENABLED": "false",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().endswith("ok")
+    run_on_sqlite(SCRIPT, tmp_path)
