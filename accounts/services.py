@@ -228,6 +228,26 @@ def _name_checked(name: str) -> str:
     return name
 
 
+def user_lock_standing(user_id: int) -> None:
+    """Lock the user's row until the transaction ends; NotAuthorized (a 401, or a page that signs
+    out) when the account was deleted or deactivated meanwhile. The first step of every write to
+    an account's own rows (its password, its app passwords, a login flow it allows): what staff
+    or a deletion did since the request was authenticated is never written over, and no row of a
+    deleted account is made."""
+    users = get_user_model().objects.select_for_update(no_key=True)
+    if users.filter(pk=user_id, is_active=True).values_list("pk").first() is None:
+        raise NotAuthorized()
+
+
+def password_set(*, user: Any, password: str) -> None:
+    """The user's new password, and nothing else of the row: a whole-row save would put back
+    what the request read (an account staff deactivated, demoted, renamed or deleted since)."""
+    with transaction.atomic():
+        user_lock_standing(user.pk)
+        user.set_password(password)
+        user.save(update_fields=["password"])
+
+
 def app_password_create(*, user: Any, name: str) -> tuple[AppPassword, str]:
     """Make an app password named `name` for the user; returns it with the password itself,
     which is not kept and cannot be shown again."""
@@ -239,8 +259,7 @@ def app_password_create(*, user: Any, name: str) -> tuple[AppPassword, str]:
             # Counted under the lock of the user's row, so that creations at once cannot all
             # count one short of the cap; in a statement after the lock's, since one that waited
             # for the lock would count what was committed before it waited.
-            users = get_user_model().objects.select_for_update(no_key=True)
-            users.filter(pk=user.pk).values_list("pk").first()
+            user_lock_standing(user.pk)
             if AppPassword.objects.filter(user=user).count() >= limit:
                 message = (
                     f"You have {limit} app passwords, the most an account may have "

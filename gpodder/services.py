@@ -164,8 +164,9 @@ def device_update(
     changed = {
         name: value for name, value in (("caption", caption), ("type", type)) if value is not None
     }
-    if changed:
-        Device.objects.filter(pk=device.pk).update(**changed)
+    # Only while the account stands: a caption is the account's writing too (NotAuthorized).
+    if changed and not Device.objects.filter(pk=device.pk, user__is_active=True).update(**changed):
+        raise NotAuthorized()
     return device
 
 

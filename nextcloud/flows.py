@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from accounts.models import AppPassword
-from accounts.services import app_password_create
+from accounts.services import app_password_create, user_lock_standing
 from core import clock
 from core.exceptions import InvalidInput, NotFound
 from nextcloud.models import LoginFlow
@@ -138,10 +138,13 @@ def login_flow_grant(*, login_token: str, user: Any) -> LoginFlow:
     when the account has no room for another app password."""
     flow = login_flow_pending(login_token=login_token)
     _room_for_one_more(user)
-    # Only a flow nobody answered yet: of two answers at once, one wins.
+    # Only a flow nobody answered yet: of two answers at once, one wins. Only for an account
+    # that still stands (NotAuthorized: deleted or deactivated since the page was asked for).
     now = clock.now()
-    if not _live().filter(pk=flow.pk, user=None).update(user=user, granted=now):
-        raise NotFound()
+    with transaction.atomic():
+        user_lock_standing(user.pk)
+        if not _live().filter(pk=flow.pk, user=None).update(user=user, granted=now):
+            raise NotFound()
     flow.user, flow.granted = user, now
     return flow
 

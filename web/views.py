@@ -410,7 +410,7 @@ def password_change(request: HttpRequest) -> HttpResponse:
     )
     if status != 200:
         return _account_page(request, password_form=form, status=status)
-    form.save()
+    accounts.password_set(user=form.user, password=form.cleaned_data["new_password1"])
     update_session_auth_hash(request, form.user)  # this session stays; every other one ends
     messages.success(request, "Your password is changed. Other signed-in browsers are signed out.")
     return redirect("web:account")

@@ -29,7 +29,7 @@ DATABASE = env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite
 HOME_SERVER = "DATABASE_URL" not in env
 if HOME_SERVER:
     try:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as _error:
         raise StartError(
             f"Cannot make {DATA_DIR}: {_error.strerror}; make its parent writable by this user"

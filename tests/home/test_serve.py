@@ -72,8 +72,14 @@ def test_the_first_start_says_where_to_connect_and_the_first_password(
     assert re.search(r"http://localhost:\d+/", out)
     for address in _lan_addresses():
         assert address in out
-    assert stat.S_IMODE((data / "secret_key").stat().st_mode) == 0o600
-    assert (data / "db.sqlite3").exists()
+    # Every session key is in the database: nothing in the folder is another user's to read.
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    for name in ("secret_key", "db.sqlite3"):
+        assert stat.S_IMODE((data / name).stat().st_mode) == 0o600, name
+    copy = data.parent / "backup.sqlite3"
+    done = run(data, "backup", str(copy))
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600
 
 
 def test_a_later_start_keeps_the_key_and_says_how_to_reset_the_password(

@@ -4,6 +4,7 @@ SQLite's online backup copies a consistent snapshot page by page, with writers g
 between; a plain copy of the file (and its WAL) while the server writes could be torn.
 """
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,15 @@ class Command(BaseCommand):
         if target.exists():
             raise CommandError(f"{target} exists: name a new file")
         try:
+            # Its owner's alone, as the database is: it holds every session key.
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except OSError as exc:
+            raise CommandError(f"Cannot write {target}: {exc.strerror}") from None
+        try:
             source = sqlite3.connect(f"file:{database['NAME']}?mode=ro", uri=True, timeout=20)
             copy = sqlite3.connect(target)
         except sqlite3.Error as exc:
+            target.unlink(missing_ok=True)
             raise CommandError(f"Cannot open the database or {target}: {exc}") from None
         try:
             with copy:

@@ -53,8 +53,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, host: str, port: int, wait: float, **options: Any) -> None:
         data_dir = Path(settings.DATA_DIR)
+        # The database holds every session key: what this process and gunicorn, which it
+        # becomes, create (the database, its journal, a backup) is the owner's alone.
+        os.umask(0o077)
         if settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             _check_writable(data_dir)
+            _keep_private(data_dir)
         _check_port(host, port)
         self._wait_for_database(wait)
         call_command("migrate", interactive=False, verbosity=0)
@@ -171,6 +175,16 @@ def _check_writable(data_dir: Path) -> None:
     finally:
         with contextlib.suppress(OSError):
             probe.unlink()
+
+
+def _keep_private(data_dir: Path) -> None:
+    """The data folder and what is in it readable by their owner alone, as the secret key is:
+    earlier releases left the database readable by every user of the machine."""
+    with contextlib.suppress(OSError):  # a folder of another owner's keeps its own rules
+        data_dir.chmod(0o700)
+        for path in data_dir.iterdir():
+            if path.is_file():
+                path.chmod(0o600)
 
 
 def _check_port(host: str, port: int) -> None:
