@@ -33,7 +33,7 @@ def test_a_migrated_database_that_answers_is_not_waited_for(execs):
 
 def test_one_line_while_waiting_and_one_more_when_the_reason_changes(monkeypatch, execs):
     reasons = iter(["connection refused"] * 3 + ["password authentication failed"] * 2 + [None])
-    monkeypatch.setattr(wait_for, "_database_problem", lambda: next(reasons))
+    monkeypatch.setattr(wait_for, "database_problem", lambda: next(reasons))
     out = StringIO()
     call_command("wait_for", "--database", "--timeout=0", "--", "gunicorn", stdout=out)
     assert out.getvalue().splitlines() == [
@@ -45,7 +45,7 @@ def test_one_line_while_waiting_and_one_more_when_the_reason_changes(monkeypatch
 
 def test_the_migrations_left_going_down_are_one_line(monkeypatch, execs):
     reasons = iter(["49 to apply", "31 to apply", "1 to apply", None])
-    monkeypatch.setattr(wait_for, "_database_problem", lambda: None)
+    monkeypatch.setattr(wait_for, "database_problem", lambda: None)
     monkeypatch.setattr(wait_for, "_migrations_problem", lambda: next(reasons))
     out = StringIO()
     call_command("wait_for", "--migrated", "--", "gunicorn", stdout=out)

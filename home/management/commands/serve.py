@@ -17,13 +17,14 @@ from typing import Any
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, connections
+from django.db import connections
 
 from accounts.selectors import USERNAME_TAKEN
 from accounts.services import staff_ensure
 from core.exceptions import InvalidInput
 from deletions.services import deletion_sweep
 from home.environment import host_name, in_container, lan_addresses
+from home.management.commands.wait_for import database_problem
 from home.static import collect_static
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -92,23 +93,15 @@ class Command(BaseCommand):
         """Until the database answers, for at most `wait` seconds; then one line saying so."""
         deadline = time.monotonic() + wait
         told = False
-        while True:
-            try:
-                connections["default"].ensure_connection()
-                return
-            except DatabaseError as exc:
-                if time.monotonic() >= deadline:
-                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                    raise CommandError(
-                        "The database does not answer"
-                        + (f" ({reason})" if reason else "")
-                        + ": start it, or check DATABASE_URL"
-                    ) from None
-                if not told:
-                    self.stdout.write("Waiting for the database...")
-                    told = True
-                connections["default"].close()
-                time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
+        while (reason := database_problem()) is not None:
+            if time.monotonic() >= deadline:
+                raise CommandError(
+                    f"The database does not answer ({reason}): start it, or check DATABASE_URL"
+                )
+            if not told:
+                self.stdout.write("Waiting for the database...")
+                told = True
+            time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
 
     def _first_staff(self) -> str | None:
         try:

@@ -62,7 +62,7 @@ class Command(BaseCommand):
     ) -> None:
         checks: list[tuple[str, Callable[[], str | None], str]] = []
         if database or migrated:
-            checks.append(("the database", _database_problem, "check DATABASE_URL"))
+            checks.append(("the database", database_problem, "check DATABASE_URL"))
         if broker:
             if not settings.REDIS_URL:
                 raise CommandError("--broker: there is no broker to wait for (REDIS_URL is empty)")
@@ -107,7 +107,7 @@ def _first_line(exc: BaseException) -> str:
     return (text.splitlines()[0] if text else type(exc).__name__)[:300]
 
 
-def _database_problem() -> str | None:
+def database_problem() -> str | None:
     connection = connections["default"]
     try:
         connection.ensure_connection()
