@@ -21,12 +21,26 @@ from tests import servers
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def static_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """serve collects the static files: into a folder of this module's, not the checkout's
+    staticfiles/, which tests running beside these serve their pages from while it is rewritten."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("STATIC_ROOT", str(tmp_path_factory.mktemp("static")))
+        yield
+
+
 def run(data: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """manage.py as a person runs it: no settings module, key or database named."""
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
-        env={"PATH": os.environ["PATH"], "DATA_DIR": str(data), **env},
+        env={
+            "PATH": os.environ["PATH"],
+            "STATIC_ROOT": os.environ["STATIC_ROOT"],
+            "DATA_DIR": str(data),
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=180,
@@ -69,6 +83,7 @@ def test_the_first_start_says_where_to_connect_and_the_first_password(
     assert re.search(r"Sign in as 'admin' with the password: \S{12,}", out)
     assert "shown only this once" in out
     assert f"Your data (database and secret key): {data}" in out
+    assert (Path(os.environ["STATIC_ROOT"]) / "staticfiles.json").is_file()  # STATIC_ROOT's
     assert re.search(r"http://localhost:\d+/", out)
     for address in _lan_addresses():
         assert address in out
