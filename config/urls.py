@@ -20,7 +20,7 @@ from gpodder import urls as gpodder
 from nextcloud import urls as nextcloud
 from subscriptions import urls as subscriptions
 from subscriptions.views import SubscriptionViewSet
-from web.views import admin_sign_in
+from web.views.signing import admin_sign_in
 
 
 # /v1/subscriptions and /v1/subscriptions/{guid}: listed, added, read and changed by the

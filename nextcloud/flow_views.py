@@ -2,7 +2,7 @@
 flow, and poll it. Plain Django views: no authentication, no CSRF (the app has no cookie to
 forge with), any body or none, never a redirect; every answer JSON and never cached.
 
-The page the person allows the app on is one of the people's site (web.views.login_flow).
+The page the person allows the app on is one of the people's site (web.views.signing.login_flow).
 """
 
 import json

@@ -17,7 +17,7 @@ from gpodder.services import device_touch, device_update
 from nextcloud import flows
 from nextcloud.models import LoginFlow
 from tests.factories import UserFactory
-from web import views
+from web.views import account as views
 
 PASSWORD = "a long and unusual passphrase 7"
 NEW = "another long and unusual passphrase 8"
@@ -28,14 +28,14 @@ def staff_acts_while_the_password_is_checked(
 ) -> None:
     """Staff's change commits after the page read the account and checked the old password
     (about a second of hashing), before the new one is written."""
-    checked = views._password_form_status
+    checked = views.password_form_status
 
     def then_staff(*args: Any, **kwargs: Any) -> int:
         status = checked(*args, **kwargs)
         act()
         return status
 
-    monkeypatch.setattr(views, "_password_form_status", then_staff)
+    monkeypatch.setattr(views, "password_form_status", then_staff)
 
 
 def change_password(client: Client) -> Any:

@@ -435,7 +435,7 @@ def test_a_page_write_racing_a_deactivation_signs_out_instead_of_failing(
     refuses the account, and the page signs the browser out (never a 500)."""
     from subscriptions.models import Subscription
     from tests.helpers import subscribe
-    from web import views
+    from web.views import podcasts as views
 
     sub = subscribe(person, "https://race.example/feed.xml")
     real = views.subscription_update

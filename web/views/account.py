@@ -1,0 +1,127 @@
+"""A person's account: password, app passwords, deleting the account (docs/web.md, "Account")."""
+
+import uuid
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import logout, update_session_auth_hash
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from accounts import selectors as account_selectors
+from accounts import services as accounts
+from core.exceptions import InvalidInput
+from deletions import selectors as deletion_selectors
+from deletions import services as deletions
+from web import forms
+from web.views.common import (
+    GET_POST,
+    form_errors,
+    or_404,
+    password_form_status,
+    person_of,
+    person_required,
+)
+
+
+def _account_page(
+    request: HttpRequest,
+    *,
+    password_form: Any = None,
+    app_form: Any = None,
+    created: tuple[Any, str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    return render(
+        request,
+        "web/account.html",
+        {
+            "password_form": password_form or forms.PasswordChange(person_of(request)),
+            "app_form": app_form or forms.AppPasswordForm(),
+            "app_passwords": account_selectors.app_passwords_of(user=request.user),
+            "created": created,
+        },
+        status=status,
+    )
+
+
+@require_GET
+@person_required
+@never_cache
+def account(request: HttpRequest) -> HttpResponse:
+    return _account_page(request)
+
+
+@require_POST
+@person_required
+@never_cache
+def password_change(request: HttpRequest) -> HttpResponse:
+    form = forms.PasswordChange(person_of(request), request.POST)
+    status = password_form_status(
+        request, form, request.user.get_username(), password_field="old_password"
+    )
+    if status != 200:
+        return _account_page(request, password_form=form, status=status)
+    accounts.password_set(user=form.user, password=form.cleaned_data["new_password1"])
+    update_session_auth_hash(request, form.user)  # this session stays; every other one ends
+    messages.success(request, "Your password is changed. Other signed-in browsers are signed out.")
+    return redirect("web:account")
+
+
+@require_POST
+@person_required
+@never_cache
+def app_password_create(request: HttpRequest) -> HttpResponse:
+    """Shown once, on this answer only: it is stored hashed and cannot be shown again."""
+    form = forms.AppPasswordForm(request.POST)
+    if form.is_valid():
+        try:
+            created = accounts.app_password_create(
+                user=request.user, name=form.cleaned_data["name"]
+            )
+        except InvalidInput as exc:
+            form_errors(form, exc)
+        else:
+            return _account_page(request, created=created)
+    return _account_page(request, app_form=form, status=400)
+
+
+@require_POST
+@person_required
+def app_password_revoke(request: HttpRequest, app_password_id: int) -> HttpResponse:
+    or_404(lambda: accounts.app_password_revoke(user=request.user, app_password_id=app_password_id))
+    messages.success(request, "The app password is revoked: that app is signed out everywhere.")
+    return redirect("web:account")
+
+
+@GET_POST
+@person_required
+@never_cache
+def account_delete(request: HttpRequest) -> HttpResponse:
+    """Delete the account and everything of it, once the password is given again."""
+    user = request.user
+    form = forms.PasswordConfirmForm(request.POST if request.method == "POST" else None, user=user)
+    status = 200
+    if request.method == "POST":
+        status = password_form_status(request, form, user.get_username())
+        if status == 200:
+            try:
+                requested = deletions.account_deletion_request(user=user)
+            except InvalidInput as exc:
+                form.add_error(None, f"{exc.message}.")
+                status = 400
+            else:
+                logout(request)
+                return redirect("web:account-deletion", key=requested.key)
+    return render(request, "web/account_delete.html", {"form": form}, status=status)
+
+
+@require_GET
+@never_cache
+def account_deletion(request: HttpRequest, key: uuid.UUID) -> HttpResponse:
+    """The account deletion's status: reached by its unguessable key, since the account that
+    asked for it is signed out, and then gone."""
+    found = or_404(lambda: deletion_selectors.account_deletion_by_key(key=key))
+    return render(request, "web/account_deletion.html", {"deletion": found})

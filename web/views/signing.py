@@ -1,0 +1,142 @@
+"""Signing in and out, registering, and an app's login flow's page (docs/web.md)."""
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login, logout
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import Throttled
+from rest_framework.throttling import BaseThrottle
+
+from accounts import services as accounts
+from accounts.throttles import count_registration
+from core import clock
+from core.exceptions import InvalidInput
+from nextcloud import flows
+from web import forms
+from web.views.common import (
+    GET_POST,
+    form_errors,
+    or_404,
+    password_form_status,
+    return_page,
+    signed_in,
+    throttled_message,
+)
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    return redirect("web:podcasts" if signed_in(request) else "web:login")
+
+
+@GET_POST
+@never_cache
+def sign_in(request: HttpRequest) -> HttpResponse:
+    """The account's own password signs in here, never an app password; failures count
+    against the same throttle as the APIs' logins."""
+    if signed_in(request):
+        return redirect(return_page(request, reverse("web:podcasts")))
+    form = forms.SignInForm(request, data=request.POST if request.method == "POST" else None)
+    status = 200
+    if request.method == "POST":
+        checked = password_form_status(request, form, request.POST.get("username", ""))
+        if checked == 200:
+            login(request, form.get_user())
+            return redirect(return_page(request, reverse("web:podcasts")))
+        status = 429 if checked == 429 else 200  # a wrong password is the form shown again
+    return render(
+        request,
+        "web/login.html",
+        {
+            "form": form,
+            "next": return_page(request, ""),
+            "registration": settings.REGISTRATION_OPEN,
+        },
+        status=status,
+    )
+
+
+@GET_POST
+def admin_sign_in(request: HttpRequest) -> HttpResponse:
+    """The admin's sign-in page is this site's: one form, one throttle and one lockout for every
+    surface, and never an app password. Staff come back to where the admin sent them."""
+    next_page = return_page(request, reverse("admin:index"))
+    if not signed_in(request):
+        return redirect_to_login(next_page)
+    if not request.user.is_staff:
+        raise PermissionDenied("This account is not staff: the admin is for staff only.")
+    return redirect(next_page)
+
+
+@require_POST
+def sign_out(request: HttpRequest) -> HttpResponse:
+    logout(request)
+    messages.info(request, "You are signed out.")
+    return redirect("web:login")
+
+
+@GET_POST
+@never_cache
+def register(request: HttpRequest) -> HttpResponse:
+    """Self-registration, when REGISTRATION_OPEN: a new account, signed in at once."""
+    if not settings.REGISTRATION_OPEN:
+        raise Http404
+    form = forms.RegistrationForm(request.POST if request.method == "POST" else None)
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            count_registration(request)
+            user: Any = accounts.user_register(
+                username=form.cleaned_data["username"], password=form.cleaned_data["password"]
+            )
+        except Throttled as exc:
+            form.add_error(None, throttled_message(exc))
+            status = 429
+        except InvalidInput as exc:
+            form_errors(form, exc)
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Welcome! Your account is ready.")
+            return redirect("web:podcasts")
+    return render(request, "web/register.html", {"form": form}, status=status)
+
+
+@GET_POST
+@never_cache
+def login_flow(request: HttpRequest, token: str) -> HttpResponse:
+    """The page an app logging in with Nextcloud's Login Flow v2 opens (docs/nextcloud.md,
+    "Logging in"): the person signs in as on any page, then allows the app to sync with their
+    account, or denies it. A flow that is unknown, expired or answered already is a 404."""
+    flow = or_404(lambda: flows.login_flow_pending(login_token=token))
+    if not signed_in(request):
+        return redirect_to_login(request.get_full_path())
+    # Where this browser is, beside where the flow was started: an app on the same phone or
+    # network usually shares its address, and a link someone else started usually does not.
+    here = flows.address_of(BaseThrottle().get_ident(request))  # type: ignore[arg-type]
+    context: dict[str, Any] = {"flow": flow, "token": token, "here": here, "now": clock.now()}
+    status = 200
+    if request.method == "POST":
+        decision = request.POST.get("decision")
+        if decision == "allow":
+            try:
+                or_404(lambda: flows.login_flow_grant(login_token=token, user=request.user))
+            except InvalidInput as exc:  # no room for another app password
+                context["error"] = f"{exc.message}."
+                status = 400
+            else:
+                context["answer"] = "allowed"
+        elif decision == "deny":
+            or_404(lambda: flows.login_flow_deny(login_token=token))
+            context["answer"] = "denied"
+        else:
+            context["error"] = "Choose Allow or Deny."
+            status = 400
+    return render(request, "web/login_flow.html", context, status=status)
