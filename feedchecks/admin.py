@@ -28,6 +28,7 @@ class FeedCheckAdmin(BigTableAdmin, ReadOnlyAdmin):
         "claimed",
         "checked",
         "result",
+        "failure",
         "error",
         "guid",
         "new_url",

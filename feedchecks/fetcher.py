@@ -41,11 +41,40 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
 class FetchError(Exception):
-    """The feed could not be fetched; the message says why, for staff to read."""
+    """The feed could not be fetched; the message says why, for staff to read. Each kind of
+    failure a person is told about in words has a class of its own (FeedCheck.Failure)."""
 
 
 class ForbiddenAddress(FetchError):
     """The URL leads to an address the fetcher must not connect to."""
+
+
+class CannotResolve(FetchError):
+    """The host's name has no address."""
+
+
+class CannotConnect(FetchError):
+    """No address of the host accepted a connection."""
+
+
+class TimedOut(FetchError):
+    """The fetch's deadline passed: in the lookup, a connect, or while the server sent."""
+
+
+class TLSFailure(FetchError):
+    """The TLS handshake failed: a certificate that does not check out, most often."""
+
+
+class HTTPStatusError(FetchError):
+    """The server answered with a status other than 200 and no redirect to follow."""
+
+    def __init__(self, status: int):
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+class BadRedirect(FetchError):
+    """Too many redirects, or one to an address that may not be fetched."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +137,22 @@ def address_allowed(ip: IPAddress, allowed_networks: Sequence[IPNetwork] = ()) -
     return _is_public(ip)
 
 
+def host_refused(host: str, allowed_networks: Sequence[IPNetwork] = ()) -> bool:
+    """Whether every fetch of `host` will be refused, known without a lookup: an address (in any
+    numeric spelling the system reads, as resolve() reads it) or a localhost name (answered with
+    loopback, RFC 6761) that address_allowed refuses. A name is never looked up here: where it
+    leads is learnt by the fetch."""
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return not address_allowed(ipaddress.IPv4Address("127.0.0.1"), allowed_networks)
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError):
+        return False  # a name
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+    return any(not address_allowed(ip, allowed_networks) for ip in addresses)
+
+
 def resolve(
     host: str, port: int, allowed_networks: Sequence[IPNetwork], *, timeout: float
 ) -> list[IPAddress]:
@@ -129,7 +174,7 @@ def resolve(
         if ip not in addresses:
             addresses.append(ip)
     if not addresses:
-        raise FetchError(f"Cannot resolve {host}: no address")
+        raise CannotResolve(f"Cannot resolve {host}: no address")
     return addresses
 
 
@@ -152,10 +197,10 @@ def _lookup(host: str, port: int, timeout: float) -> list[Any]:
     thread.start()
     thread.join(timeout)
     if not outcome:
-        raise FetchError(f"Timed out resolving {host}")
+        raise TimedOut(f"Timed out resolving {host}")
     (found,) = outcome
     if isinstance(found, Exception):
-        raise FetchError(f"Cannot resolve {host}: {found}") from found
+        raise CannotResolve(f"Cannot resolve {host}: {found}") from found
     return list(found)
 
 
@@ -168,7 +213,7 @@ class _Deadline:
     def remaining(self) -> float:
         left = self.end - time.monotonic()
         if left <= 0:
-            raise FetchError("Timed out")
+            raise TimedOut("Timed out")
         return left
 
     @property
@@ -218,8 +263,8 @@ class _PinnedConnection(http.client.HTTPConnection):
             else:
                 return self._keep(sock)
         if self.deadline.passed:
-            raise FetchError(f"Timed out connecting to {self.host}")
-        raise FetchError(f"Cannot connect to {self.host}: {error}")
+            raise TimedOut(f"Timed out connecting to {self.host}")
+        raise CannotConnect(f"Cannot connect to {self.host}: {error}")
 
     def _keep(self, sock: socket.socket) -> socket.socket:
         self.opened = sock
@@ -316,14 +361,16 @@ def _get_once(
             chunks.append(chunk)
             size += len(chunk)
         if deadline.passed:  # the timer shut the socket: what came is not the whole body
-            raise FetchError("Timed out")
+            raise TimedOut("Timed out")
         body = b"".join(chunks)
         return response.status, None, body[:max_bytes], size > max_bytes
     except FetchError:
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
         if deadline.passed:
-            raise FetchError("Timed out") from exc
+            raise TimedOut("Timed out") from exc
+        if isinstance(exc, ssl.SSLError):
+            raise TLSFailure(f"{type(exc).__name__}: {exc}") from exc
         raise FetchError(f"{type(exc).__name__}: {exc}") from exc
     finally:
         timer.cancel()
@@ -365,12 +412,12 @@ def fetch(
                 truncated=truncated,
             )
         if location is None:
-            raise FetchError(f"HTTP {status}")
+            raise HTTPStatusError(status)
         target = urljoin(current, location.strip())
         try:
             feeds.check_feed_url(target)
         except feeds.InvalidFeedUrl as exc:
-            raise FetchError(f"Redirect to a bad URL: {exc}") from exc
+            raise BadRedirect(f"Redirect to a bad URL: {exc}") from exc
         # The feed's permanent home is the last URL reached by permanent redirects alone: a
         # temporary hop says nothing about where it lives for good.
         if all_permanent and status in PERMANENT_REDIRECTS:
@@ -378,4 +425,4 @@ def fetch(
         else:
             all_permanent = False
         current = target
-    raise FetchError(f"More than {MAX_REDIRECTS} redirects")
+    raise BadRedirect(f"More than {MAX_REDIRECTS} redirects")

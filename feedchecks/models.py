@@ -16,6 +16,24 @@ class FeedCheck(models.Model):
         NOTHING = "nothing", "no guid, not moved"
         ERROR = "error", "error"
 
+    class Failure(models.TextChoices):
+        """Why a fetch ended in ERROR, as the pages tell it (FAILURE_EXPLAINED); `error` keeps
+        the details. Set by the check that records the error, from what it caught."""
+
+        NOT_FOUND = "not_found", "not found"
+        HTTP_ERROR = "http_error", "server error"
+        TIMED_OUT = "timed_out", "timed out"
+        NOT_A_FEED = "not_a_feed", "not a feed"
+        REFUSED_NETWORK = "refused_network", "refused network"
+        CANNOT_RESOLVE = "cannot_resolve", "cannot resolve"
+        CANNOT_CONNECT = "cannot_connect", "cannot connect"
+        TOO_LARGE = "too_large", "too large"
+        TOO_COMPLEX = "too_complex", "too complex"
+        UNSAFE = "unsafe", "DTD or entities"
+        TLS = "tls", "TLS failure"
+        REDIRECTS = "redirects", "bad redirects"
+        OTHER = "other", "other"
+
     key_digest = models.CharField(
         max_length=64, unique=True, help_text="SHA-256 of the URL's matching key."
     )
@@ -24,6 +42,16 @@ class FeedCheck(models.Model):
     checked = models.DateTimeField(null=True, blank=True, help_text="When a fetch last ended.")
     result = models.CharField(max_length=16, choices=Result.choices, blank=True)
     error = models.TextField(blank=True, help_text="Why the last fetch failed.")
+    failure = models.CharField(
+        max_length=16,
+        choices=Failure.choices,
+        blank=True,
+        default="",
+        # In the database too: the previous release's processes, during a rolling upgrade, and
+        # bench's bulk loads write rows without it.
+        db_default="",
+        help_text="The kind of failure of the last fetch, when it failed.",
+    )
     guid = models.UUIDField(null=True, blank=True, help_text="The feed's podcast:guid.")
     new_url = models.CharField(
         max_length=2048,
@@ -38,9 +66,51 @@ class FeedCheck(models.Model):
 
     class Meta:
         ordering = ["-checked", "id"]
+        constraints = [
+            # Only a failed check has a kind of failure. (Every failure this release records has
+            # one; the previous release's, during a rolling upgrade, have none.)
+            models.CheckConstraint(
+                condition=models.Q(result="error") | models.Q(failure=""),
+                name="feedcheck_failure_only_of_error",
+            )
+        ]
+        indexes = [
+            # The retry sweep: failed checks, the longest since claimed first. Only failures are
+            # in it, a small share of the table.
+            models.Index(
+                fields=["claimed"], condition=models.Q(result="error"), name="feedcheck_failed_idx"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.url
+
+
+# What the pages say of each kind of failure, after "This feed can't be fetched:".
+FAILURE_EXPLAINED: dict[str, str] = {
+    FeedCheck.Failure.NOT_FOUND: "nothing was found at its address.",
+    FeedCheck.Failure.HTTP_ERROR: "its server answered with an error.",
+    FeedCheck.Failure.TIMED_OUT: "its server took too long to answer.",
+    FeedCheck.Failure.NOT_A_FEED: "its address serves something that is not a podcast feed.",
+    FeedCheck.Failure.REFUSED_NETWORK: (
+        "its address is on a private network, which this server does not fetch from."
+    ),
+    FeedCheck.Failure.CANNOT_RESOLVE: "its host name could not be found.",
+    FeedCheck.Failure.CANNOT_CONNECT: "its server could not be reached.",
+    FeedCheck.Failure.TOO_LARGE: (
+        "it is larger than this server reads, and the part read is not a feed."
+    ),
+    FeedCheck.Failure.TOO_COMPLEX: "it would take too long to read.",
+    FeedCheck.Failure.UNSAFE: "it declares a DTD or entities, which are never read, for safety.",
+    FeedCheck.Failure.TLS: (
+        "a secure connection to its server could not be made (a certificate that does not check "
+        "out, most often)."
+    ),
+    FeedCheck.Failure.REDIRECTS: (
+        "its address redirects too many times, or to an address that may not be fetched."
+    ),
+    FeedCheck.Failure.OTHER: "the check failed.",
+}
 
 
 class FeedEpisode(models.Model):

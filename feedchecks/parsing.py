@@ -32,6 +32,9 @@ PODCAST_NAMESPACES = frozenset(
         "https://github.com/Podcastindex-org/podcast-namespace/blob/main/docs/1.0.md",
     }
 )
+# A web page, by how it starts: its doctype would otherwise be refused as a DTD (UnsafeFeed), and
+# the person told the feed declares entities when the address serves a page.
+_WEB_PAGE = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*(?:<!doctype\s+html\b|<html\b)", re.IGNORECASE)
 # In any encoding a parser could be told to use: ASCII-compatible ones and UTF-16.
 _DECLARATION = re.compile(rb"<!\s*(doctype|entity)", re.IGNORECASE)
 _DECLARATION_UTF16 = [
@@ -51,6 +54,10 @@ class UnreadableFeed(ValueError):
 
 class FeedTooComplex(UnreadableFeed):
     """Reading the document would cost more than a check may spend (feedchecks.reader)."""
+
+
+class NotAFeed(UnreadableFeed):
+    """The document is no feed: a web page, an error page served with 200, an empty body."""
 
 
 # More tags than this and a document is not read. feedparser's time grows with the tags it
@@ -122,7 +129,7 @@ def feed_identity(data: bytes, *, episodes_kept: int = 0) -> FeedIdentity:
     With its newest `episodes_kept` episodes (feed_items).
 
     Raises UnsafeFeed for a document with a DTD or entities, FeedTooComplex for one of more than
-    MAX_TAGS tags.
+    MAX_TAGS tags, NotAFeed for one that is no feed at all.
     """
     # Counted before anything reads the document: the count takes milliseconds where reading
     # what it refuses takes a minute. Any "<" counts, in text and CDATA too: even so the densest
@@ -132,6 +139,8 @@ def feed_identity(data: bytes, *, episodes_kept: int = 0) -> FeedIdentity:
         raise FeedTooComplex(
             f"The feed is too complex to read: {tags:,} tags, more than {MAX_TAGS:,}"
         )
+    if _WEB_PAGE.match(data):
+        raise NotAFeed("The document is a web page, not a feed")
     refuse_declarations(data)
     # A stream, never a string: feedparser fetches a string that looks like a URL and opens one
     # that names a file.
@@ -143,6 +152,11 @@ def feed_identity(data: bytes, *, episodes_kept: int = 0) -> FeedIdentity:
         raise UnreadableFeed(f"The feed could not be read ({type(exc).__name__})") from exc
     channel = parsed.get("feed", {})
     namespaces = parsed.get("namespaces", {})
+    # feedparser names the format it recognised (rss20, atom10, ...), and reads what it can of
+    # anything else: a web page gives no format, no title and no items. Stored as a success, it
+    # would hide that the address serves no feed (and could give the podcast the page's name).
+    if not parsed.get("version") and not channel.get("title") and not parsed.get("entries"):
+        raise NotAFeed("The document is not a feed (no RSS or Atom found)")
 
     guid = None
     for prefix, uri in namespaces.items():

@@ -38,7 +38,12 @@ _ROOT = Path(__file__).resolve().parents[1]
 _CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from feedchecks.reader import child; child()"
 _REFUSALS: dict[str, type[ValueError]] = {
     cls.__name__: cls
-    for cls in (parsing.UnsafeFeed, parsing.UnreadableFeed, parsing.FeedTooComplex)
+    for cls in (
+        parsing.UnsafeFeed,
+        parsing.UnreadableFeed,
+        parsing.FeedTooComplex,
+        parsing.NotAFeed,
+    )
 }
 
 
@@ -46,8 +51,9 @@ def read_feed(data: bytes, *, episodes_kept: int) -> parsing.FeedIdentity:
     """parsing.feed_identity(data, episodes_kept=...) in a child process held to MAX_CPU_SECONDS.
 
     Raises what feed_identity raises for the document (UnsafeFeed, UnreadableFeed,
-    FeedTooComplex), FeedTooComplex too when the child runs out of time, and RuntimeError when it
-    fails in any other way (a bug: the message ends with what it wrote to stderr).
+    FeedTooComplex, NotAFeed), FeedTooComplex too when the child runs out of time, and
+    RuntimeError when it fails in any other way (a bug: the message ends with what it wrote to
+    stderr).
     """
     command = [sys.executable, "-c", _CHILD, str(_ROOT), str(MAX_CPU_SECONDS), str(episodes_kept)]
     try:

@@ -4,35 +4,45 @@ identity").
 An add or PATCH asks for a check after it commits (feed_checks_request). A worker then claims the
 feed URL with a conditional UPDATE, so a URL is fetched at most once per FEED_CHECK_INTERVAL
 however many users add it; records what the fetch found in the FeedCheck row (an error too,
-whatever failed: a check left unrecorded would keep the URL "under way" until the task time
-limit); and applies it to every user's subscription at that URL, each under that user's lock,
-through the same workspace rules as the API (subscription_apply_feed_identity). A check that
-finds the URL fetched recently applies the stored result to its own user only; one that finds a
-fetch under way leaves it to that fetch, which reads the subscriptions after recording its
-result, so it sees this user's (committed before this check was sent).
+whatever failed, with its kind of failure: a check left unrecorded would keep the URL "under
+way" until the task time limit); and applies it to every user's subscription at that URL, each
+under that user's lock, through the same workspace rules as the API
+(subscription_apply_feed_identity). A check that finds the URL fetched recently applies the
+stored result to its own user only; one that finds a fetch under way leaves it to that fetch,
+which reads the subscriptions after recording its result, so it sees this user's (committed
+before this check was sent).
+
+Two more ways a check comes: a feed whose fetch failed is checked again FEED_CHECK_INTERVAL after
+it, by a periodic sweep (feed_checks_retry), while someone subscribes to it; and a person may ask
+for a check of a subscription's feed now, on its page (feed_check_now), whenever it was last
+fetched but at most once a minute per feed, throttled per account.
 """
 
 import logging
 import threading
 import unicodedata
+import uuid
+from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import timedelta
 from functools import partial
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, OuterRef, Q, Subquery
 
 from core import clock
-from core.exceptions import NotAuthorized
+from core.exceptions import DomainError, NotAuthorized
 from core.retry import TRANSIENT_DATABASE_ERRORS
-from feedchecks import fetcher, parsing, reader
+from feedchecks import fetcher, parsing, reader, throttles
 from feedchecks.catalogue import catalogue_store
 from feedchecks.models import FeedCheck
 from subscriptions import feeds
 from subscriptions.models import SubscriptionFeed
+from subscriptions.selectors import subscription_by_guid
 from subscriptions.services import subscription_apply_feed_identity
 
 logger = logging.getLogger(__name__)
@@ -42,6 +52,28 @@ logger = logging.getLogger(__name__)
 MAX_ERROR_LENGTH = 500
 # What an error's text shows as U+FFFD: control and format characters, lone surrogates.
 _UNREADABLE = frozenset({"Cc", "Cf", "Cs"})
+# The failed feeds one run of the retry sweep sends at most, those whose last try is oldest
+# first: a run's sends stay a moment's work whatever happened to many feeds at once.
+RETRY_BATCH = 500
+
+Failure = FeedCheck.Failure
+# The kind of each failure the fetcher and the reader raise, the first that matches.
+_FAILURES: list[tuple[type[Exception], Failure]] = [
+    (fetcher.ForbiddenAddress, Failure.REFUSED_NETWORK),
+    (fetcher.CannotResolve, Failure.CANNOT_RESOLVE),
+    (fetcher.CannotConnect, Failure.CANNOT_CONNECT),
+    (fetcher.TimedOut, Failure.TIMED_OUT),
+    (fetcher.TLSFailure, Failure.TLS),
+    (fetcher.BadRedirect, Failure.REDIRECTS),
+    (parsing.UnsafeFeed, Failure.UNSAFE),
+    (parsing.FeedTooComplex, Failure.TOO_COMPLEX),
+]
+
+
+class FeedChecksOff(DomainError):
+    """A check was asked for while FEED_CHECKS_ENABLED is false."""
+
+    default_message = "Feed checks are turned off on this server."
 
 
 def feed_checks_request(*, user_id: int, urls: Iterable[str]) -> None:
@@ -59,17 +91,21 @@ def feed_checks_request(*, user_id: int, urls: Iterable[str]) -> None:
         transaction.on_commit(partial(_send_batch, user_id=user_id, urls=unique))
 
 
-def _send_batch(*, user_id: int, urls: list[str]) -> None:
+def _send_batch(*, user_id: int, urls: list[str], force: bool = False) -> None:
     """A broker that cannot be reached loses the checks, logged: a check is an improvement,
     not a promise, and the next add of the feed asks again. Without a broker (tasks run
     in-process), a thread of this process runs them, so the request never waits for a fetch."""
-    from feedchecks.tasks import check_feeds
+    from feedchecks.tasks import check_feed, check_feeds
 
     if check_feeds.app.conf.task_always_eager and settings.FEED_CHECK_THREADS:
-        _background(user_id=user_id, urls=urls)
+        _background(user_id=user_id, urls=urls, force=force)
         return
     try:
-        check_feeds.delay(urls, user_id)
+        if force:  # a person's check now: one feed, no fan-out
+            for url in urls:
+                check_feed.delay(url, user_id, force=True)
+        else:
+            check_feeds.delay(urls, user_id)
     except Exception:  # whatever the broker client raised
         logger.warning("Could not send feed checks for user %s", user_id, exc_info=True)
 
@@ -80,14 +116,14 @@ _running: set[Future[None]] = set()
 _executor_lock = threading.Lock()
 
 
-def _background(*, user_id: int, urls: list[str]) -> None:
+def _background(*, user_id: int, urls: list[str], force: bool = False) -> None:
     global _executor
     with _executor_lock:
         if _executor is None:
             _executor = ThreadPoolExecutor(
                 max_workers=settings.FEED_CHECK_THREADS, thread_name_prefix="feedcheck"
             )
-        future = _executor.submit(_run_in_background, user_id=user_id, urls=urls)
+        future = _executor.submit(_run_in_background, user_id=user_id, urls=urls, force=force)
         _running.add(future)
     future.add_done_callback(_forget)
 
@@ -97,11 +133,11 @@ def _forget(future: Future[None]) -> None:
         _running.discard(future)
 
 
-def _run_in_background(*, user_id: int, urls: list[str]) -> None:
+def _run_in_background(*, user_id: int, urls: list[str], force: bool = False) -> None:
     try:
         for url in urls:
             try:
-                feed_check_run(url=url, user_id=user_id)
+                feed_check_run(url=url, user_id=user_id, force=force)
             except Exception:  # one feed's failure must not stop the others
                 logger.warning("Feed check of %s failed", url, exc_info=True)
     finally:
@@ -115,6 +151,13 @@ def wait_for_background_checks(timeout: float) -> None:
     wait(running, timeout=timeout)
 
 
+def background_checks_waiting() -> int:
+    """How many requests' checks this process's threads have yet to finish, without a broker:
+    the queue the admin's overview shows there (each web process has its own)."""
+    with _executor_lock:
+        return len(_running)
+
+
 def feed_checks_send(*, user_id: int, urls: list[str]) -> int:
     """Send one check task per feed URL (in a worker); returns how many were sent."""
     from feedchecks.tasks import check_feed
@@ -124,11 +167,11 @@ def feed_checks_send(*, user_id: int, urls: list[str]) -> int:
     return len(urls)
 
 
-def _claim(key_digest: str) -> bool:
-    """Take the URL for a fetch unless one started less than FEED_CHECK_INTERVAL ago (or one is
+def _claim(key_digest: str, *, every: float) -> bool:
+    """Take the URL for a fetch unless one started less than `every` seconds ago (or one is
     under way that has not outlived the task time limit)."""
     now = clock.now()
-    last_period = now - timedelta(seconds=settings.FEED_CHECK_INTERVAL)
+    last_period = now - timedelta(seconds=every)
     stuck = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
     unfinished = Q(checked__isnull=True) | Q(checked__lt=F("claimed"))
     claimable = (
@@ -139,12 +182,17 @@ def _claim(key_digest: str) -> bool:
     )
 
 
-def feed_check_run(*, url: str, user_id: int) -> str:
+def feed_check_run(*, url: str, user_id: int, force: bool = False) -> str:
     """The task's work: fetch the feed at `url` unless it was fetched recently, and apply what
-    it says. Returns what happened, for the task's result."""
+    it says. Returns what happened, for the task's result.
+
+    Recently is within FEED_CHECK_INTERVAL; when a person asked for the check (`force`), within
+    throttles.CHECK_NOW_EVERY, so that people asking at once make one fetch.
+    """
     key_digest = feeds.feed_key_digest(url)
     FeedCheck.objects.get_or_create(key_digest=key_digest, defaults={"url": url})
-    if not _claim(key_digest):
+    every = throttles.CHECK_NOW_EVERY if force else settings.FEED_CHECK_INTERVAL
+    if not _claim(key_digest, every=every):
         check = FeedCheck.objects.get(key_digest=key_digest)
         if check.checked is None or (check.claimed and check.checked < check.claimed):
             return "under way"  # that fetch applies its result to this user's subscription too
@@ -166,6 +214,8 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
     guid = None
     new_url = ""
     error = ""
+    failure = ""
+    fetched = None
     try:
         fetched = fetcher.fetch(
             url,
@@ -178,10 +228,16 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
     except (fetcher.FetchError, parsing.UnsafeFeed, parsing.UnreadableFeed) as exc:
         error = str(exc)
         result = FeedCheck.Result.ERROR
+        failure = _failure(exc)
+        if fetched is not None and fetched.truncated and failure == Failure.NOT_A_FEED:
+            # What was cut at the cap is no feed: the feed is too large, most likely.
+            failure = Failure.TOO_LARGE
+            error += f" (the body was cut at {settings.FEED_FETCH_MAX_BYTES} bytes)"
     except Exception as exc:  # a bug, or what a document made a library raise: still a result
         logger.exception("Feed check of %s failed unexpectedly", url)
         error = f"The check failed unexpectedly ({type(exc).__name__})"
         result = FeedCheck.Result.ERROR
+        failure = Failure.OTHER
     else:
         guid = identity.guid
         # The publisher's own word first; else where permanent redirects led.
@@ -212,6 +268,7 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
                 checked=clock.now(),
                 result=result,
                 error=error,
+                failure=failure,
                 guid=guid,
                 new_url=new_url,
                 **described,
@@ -225,7 +282,12 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
         result = FeedCheck.Result.ERROR
         error = f"The check's result could not be recorded ({type(exc).__name__})"
         FeedCheck.objects.filter(key_digest=key_digest).update(
-            checked=clock.now(), result=result, error=error, guid=None, new_url=""
+            checked=clock.now(),
+            result=result,
+            error=error,
+            failure=Failure.OTHER,
+            guid=None,
+            new_url="",
         )
     check = FeedCheck.objects.get(key_digest=key_digest)
     if result == FeedCheck.Result.ERROR:
@@ -239,6 +301,18 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
         except DatabaseError:  # the names are a nicety: the feed's identity still applies
             logger.warning("Storing the episodes of %s failed", url, exc_info=True)
     return check
+
+
+def _failure(exc: Exception) -> Failure:
+    """The kind of failure `exc` is, as the pages tell it."""
+    if isinstance(exc, fetcher.HTTPStatusError):
+        return Failure.NOT_FOUND if exc.status in (404, 410) else Failure.HTTP_ERROR
+    for raised, kind in _FAILURES:
+        if isinstance(exc, raised):
+            return kind
+    if isinstance(exc, parsing.UnreadableFeed):  # NotAFeed, or the parser gave up on it
+        return Failure.NOT_A_FEED
+    return Failure.OTHER
 
 
 def _readable(text: str) -> str:
@@ -269,3 +343,60 @@ def _apply(check: FeedCheck, *, user_ids: list[int]) -> None:
             )
         except NotAuthorized:  # deactivated or deleted since it was read: nothing of theirs
             continue
+
+
+def feed_check_now(*, user: Any, guid: uuid.UUID) -> str:
+    """Have the feed of the user's subscription that has or had `guid` checked now, however
+    recently it was: its person asked, on the podcast's page. Returns the feed URL to be checked.
+
+    Raises NotFound (another user's subscription too), Gone when it is deleted, FeedChecksOff,
+    and Throttled past the limits of throttles.count_check_asked.
+    """
+    subscription = subscription_by_guid(user=user, guid=guid)
+    if not settings.FEED_CHECKS_ENABLED:
+        raise FeedChecksOff()
+    url = subscription.feed_url
+    key_digest = feeds.feed_key_digest(url)
+    # Fetched a moment ago, whoever asked: the check would find it recent and fetch nothing.
+    claimed = FeedCheck.objects.filter(key_digest=key_digest).values_list("claimed", flat=True)
+    last = next(iter(claimed), None)
+    if last is not None:
+        waited = (clock.now() - last).total_seconds()
+        if waited < throttles.CHECK_NOW_EVERY:
+            raise throttles.checked_lately(wait=throttles.CHECK_NOW_EVERY - waited)
+    throttles.count_check_asked(user_id=user.pk, key_digest=key_digest)
+    transaction.on_commit(partial(_send_batch, user_id=user.pk, urls=[url], force=True))
+    return url
+
+
+def feed_checks_retry() -> int:
+    """Send again the checks of feeds whose last fetch failed at least FEED_CHECK_INTERVAL ago
+    and that someone's subscription (not deleted) has as its feed URL now: a feed that was down,
+    or whose server erred, comes back on its own. Run by Celery beat and the home server's
+    schedule every FEED_RETRY_SWEEP_INTERVAL; at most RETRY_BATCH feeds a run, the longest
+    waiting first. Returns how many were sent.
+
+    A URL a subscription moved away from is not tried again: its new one is the one checked.
+    """
+    if not settings.FEED_CHECKS_ENABLED:
+        return 0
+    due = clock.now() - timedelta(seconds=settings.FEED_CHECK_INTERVAL)
+    # A user to send the check as (any of them: a check that fetches applies to all).
+    subscriber = SubscriptionFeed.objects.filter(
+        key_digest=OuterRef("key_digest"),
+        subscription__deleted__isnull=True,
+        subscription__feed_url=F("url"),
+    ).values("user_id")[:1]
+    failed = (
+        FeedCheck.objects.filter(result=FeedCheck.Result.ERROR, claimed__lt=due)
+        .annotate(subscriber=Subquery(subscriber))
+        .filter(subscriber__isnull=False)
+        .order_by("claimed")
+        .values_list("url", "subscriber")[:RETRY_BATCH]
+    )
+    by_user: dict[int, list[str]] = defaultdict(list)
+    for url, user_id in failed:
+        by_user[user_id].append(url)
+    for user_id, urls in by_user.items():
+        _send_batch(user_id=user_id, urls=urls)
+    return sum(len(urls) for urls in by_user.values())

@@ -1,7 +1,7 @@
 """What Celery beat does in the full layout, done by a thread of the home server's web process
-(docs/self-hosting.md): the deletion sweep every DELETION_SWEEP_INTERVAL seconds, and once a day
-the expired sessions and refresh tokens cleared; and, every 30 s, the memory the allocator keeps
-freed handed back."""
+(docs/self-hosting.md): the deletion sweep every DELETION_SWEEP_INTERVAL seconds, the feeds whose
+fetch failed checked again every FEED_RETRY_SWEEP_INTERVAL, and once a day the expired sessions
+and refresh tokens cleared; and, every 30 s, the memory the allocator keeps freed handed back."""
 
 import ctypes
 import ctypes.util
@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from deletions.services import deletion_sweep
+from feedchecks.services import feed_checks_retry
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def jobs() -> list[tuple[str, float, Callable[[], object]]]:
     """Each job's name, its period in seconds, and what it runs."""
     return [
         ("deletion sweep", settings.DELETION_SWEEP_INTERVAL, deletion_sweep),
+        ("failed feeds retried", settings.FEED_RETRY_SWEEP_INTERVAL, feed_checks_retry),
         ("expired sessions and tokens", DAY, _clear_expired),
         ("memory given back", 30.0, _give_back_memory),
     ]

@@ -39,5 +39,10 @@ def test_the_schedule_takes_up_a_deletion_a_stop_cut_short(user: Any, settings: 
 
 def test_every_job_has_a_period_and_memory_is_handed_back() -> None:
     names = {name for name, period, _ in scheduler.jobs() if period > 0}
-    assert names == {"deletion sweep", "expired sessions and tokens", "memory given back"}
+    assert names == {
+        "deletion sweep",
+        "failed feeds retried",
+        "expired sessions and tokens",
+        "memory given back",
+    }
     scheduler._give_back_memory()  # glibc's malloc_trim here; nothing where there is none
