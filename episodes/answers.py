@@ -3,7 +3,7 @@ the Nextcloud paths alike: one body when it is small (an app's every sync), writ
 time as it is read when it is not (a new phone's first sync of a long history), so a web
 process's memory stays flat whatever its size."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -17,27 +17,41 @@ PIECE = 1000
 
 
 def actions_answer(
-    rows: Iterable[Any], timestamp: int, *, with_device: bool = True
+    rows: Iterable[Any],
+    timestamp: int,
+    *,
+    with_device: bool = True,
+    sent: Callable[[int], None] | None = None,
 ) -> HttpResponse | StreamingHttpResponse:
     """The answer of `rows` (read as it is written) and `timestamp`; `with_device`: each action
-    names its device (the gpodder API), or not (the Nextcloud paths)."""
+    names its device (the gpodder API), or not (the Nextcloud paths). `sent` is told how many
+    actions it holds, once they are all read: after the last piece of a long one."""
     rows = iter(rows)
     first = list(islice(rows, PIECE))
     if len(first) < PIECE:
         actions = [action_body(row, with_device=with_device) for row in first]
         body = orjson.dumps({"actions": actions, "timestamp": timestamp})
+        if sent is not None:
+            sent(len(actions))
         return HttpResponse(body, content_type="application/json")
-    pieces = _pieces(first, rows, timestamp, with_device)
+    pieces = _pieces(first, rows, timestamp, with_device, sent)
     return StreamingHttpResponse(pieces, content_type="application/json")
 
 
 def _pieces(
-    first: list[Any], rest: Iterator[Any], timestamp: int, with_device: bool
+    first: list[Any],
+    rest: Iterator[Any],
+    timestamp: int,
+    with_device: bool,
+    sent: Callable[[int], None] | None,
 ) -> Iterator[bytes]:
     yield b'{"actions":['
-    piece, separator = first, b""
+    piece, separator, count = first, b"", 0
     while piece:
         actions = [orjson.dumps(action_body(row, with_device=with_device)) for row in piece]
+        count += len(actions)
         yield separator + b",".join(actions)
         piece, separator = list(islice(rest, PIECE)), b","
+    if sent is not None:
+        sent(count)
     yield b'],"timestamp":%d}' % timestamp

@@ -33,6 +33,8 @@ class Upload:
 
     timestamp: int
     update_urls: list[list[str]] = field(default_factory=list)
+    # The actions left out, their podcast or episode URL one that cannot be used.
+    left_out: list[SentAction] = field(default_factory=list)
 
 
 class _Sent:
@@ -63,11 +65,14 @@ def actions_upload(
     """
     sent = _Sent()
     usable = []
+    left_out = []
     for action in actions:
         podcast = sent.used(action.podcast, sanitized)
         episode = sent.used(action.episode, episode_sanitized)
         if podcast is not None and episode is not None:
             usable.append((action, podcast, episode))
+        else:
+            left_out.append(action)
     devices = devices_touch(
         user=user, device_ids={a.device for a, _, _ in usable if a.device is not None}
     )
@@ -105,7 +110,7 @@ def actions_upload(
         # the one their download before was answered: a later one would skip what others
         # uploaded in between.
         timestamp = min(timestamp, read_up_to)
-    return Upload(timestamp=timestamp, update_urls=sent.update_urls())
+    return Upload(timestamp=timestamp, update_urls=sent.update_urls(), left_out=left_out)
 
 
 _COLUMNS = (

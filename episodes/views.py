@@ -1,7 +1,7 @@
 """POST and GET /api/2/episodes/{user}.json: upload and download episode actions
 (docs/gpodder-api.md, "Episode actions")."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
@@ -14,9 +14,10 @@ from api.params import bad_parameter, query_param
 from episodes import selectors, services
 from episodes.actions import actions_parsed
 from episodes.answers import actions_answer
+from gpodder import diagnostics
 from gpodder.feedurls import sanitized
-from gpodder.services import device_id_checked
-from gpodder.views import GpodderView, since_param
+from gpodder.services import device_id_checked, device_id_valid
+from gpodder.views import GpodderView, SyncNoting, since_param
 
 # The timestamp a download answered, kept by the app's cookie jar (docs/gpodder-api.md,
 # "Episode actions: the timestamp of an upload").
@@ -24,7 +25,13 @@ READ_UP_TO_COOKIE = "episodes_read_up_to"
 _COOKIE_PATH = "/api/2/episodes/"
 
 
-class EpisodeActionsView(GpodderView):
+# The most devices a refused upload is noted on.
+REFUSAL_DEVICES = 10
+
+
+class EpisodeActionsView(SyncNoting, GpodderView):
+    data = diagnostics.Data.EPISODE_ACTIONS
+
     def get(self, request: Request, username: str) -> HttpResponseBase:
         since = since_param(request, required=False)
         podcast = query_param(request, "podcast")
@@ -42,7 +49,7 @@ class EpisodeActionsView(GpodderView):
         )
         if aggregated:
             rows = selectors.latest_of_each_episode(rows)
-        response = actions_answer(rows, timestamp)
+        response = actions_answer(rows, timestamp, sent=self._downloaded(request))
         if podcast is None and device is None:
             # Only where the app's whole stream stands: a filtered download is a look aside.
             _remember_read_up_to(response, request.user, timestamp)
@@ -53,7 +60,27 @@ class EpisodeActionsView(GpodderView):
         upload = services.actions_upload(
             user=request.user, actions=actions, read_up_to=_read_up_to(request)
         )
+        notes = diagnostics.actions_uploaded_on(
+            devices=[action.device for action in actions],
+            left_out=[action.device for action in upload.left_out],
+            unusable=[sent for sent, used in upload.update_urls if not used],
+        )
+        self.note(request, notes)
         return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
+
+    def _downloaded(self, request: Request) -> Callable[[int], None]:
+        """A download names no device: it is noted on the one the same app synced last."""
+        return lambda count: self.note(request, {None: diagnostics.actions_downloaded(count)})
+
+    def refused_devices(self, request: Request, body: Any) -> list[str | None]:
+        """The devices its actions name, a few at most (a body may name thousands), else the
+        device of the same app."""
+        named = {
+            item["device"]
+            for item in (body if isinstance(body, list) else [])
+            if isinstance(item, dict) and device_id_valid(item.get("device"))
+        }
+        return sorted(named)[:REFUSAL_DEVICES] or [None]
 
 
 def _flag(request: Request, name: str) -> bool:

@@ -8,7 +8,8 @@ from django.db import connection
 from django.db.models import Field, OuterRef, QuerySet, Subquery
 
 from core.db import sql
-from gpodder.models import Device, DeviceFeed
+from gpodder.diagnostics import app_of, plural
+from gpodder.models import Device, DeviceFeed, DeviceSyncEvent
 from subscriptions.models import Subscription, SubscriptionFeed
 from subscriptions.selectors import subscription_current
 
@@ -113,3 +114,72 @@ def subscription_urls(*, user: Any, device: Device | None) -> list[Answered]:
         return [Answered(url, False, True) for url in current.values_list("feed_url", flat=True)]
     rows = _spelled(device, current).values_list("feed_url", "spelled")
     return [Answered(spelled or url, spelled is not None, True) for url, spelled in rows]
+
+
+@dataclass(frozen=True)
+class SyncDiagnostics:
+    """What a device last did, from its latest sync events (docs/web.md, "Devices")."""
+
+    events: list[DeviceSyncEvent]  # the newest first
+
+    def _latest(self, kind: str, data: str | None = None) -> DeviceSyncEvent | None:
+        return next(
+            (e for e in self.events if e.kind == kind and (data is None or e.data == data)), None
+        )
+
+    @property
+    def latest(self) -> DeviceSyncEvent | None:
+        return self.events[0] if self.events else None
+
+    @property
+    def app(self) -> str:
+        return app_of(self.events[0].agent) if self.events else ""
+
+    @property
+    def last_pull(self) -> DeviceSyncEvent | None:
+        return self._latest(DeviceSyncEvent.Kind.PULL)
+
+    @property
+    def last_upload(self) -> DeviceSyncEvent | None:
+        return self._latest(DeviceSyncEvent.Kind.UPLOAD)
+
+    @property
+    def last_sent(self) -> list[DeviceSyncEvent]:
+        """What its last sync sent it: the latest pull of subscriptions and of episode
+        actions."""
+        pulls = (
+            self._latest(DeviceSyncEvent.Kind.PULL, data)
+            for data in (DeviceSyncEvent.Data.SUBSCRIPTIONS, DeviceSyncEvent.Data.EPISODE_ACTIONS)
+        )
+        return [pull for pull in pulls if pull is not None]
+
+    @property
+    def last_sent_words(self) -> str:
+        """What its last sync sent it, as "5 subscription changes, 12 episode actions"."""
+        return ", ".join(
+            plural(pull.count, "subscription change")
+            if pull.data == DeviceSyncEvent.Data.SUBSCRIPTIONS
+            else plural(pull.count, "episode action")
+            for pull in self.last_sent
+        )
+
+    @property
+    def last_refusal(self) -> DeviceSyncEvent | None:
+        """The latest request refused whole, or in part."""
+        refused = (e for e in self.events if e.kind == DeviceSyncEvent.Kind.REFUSAL or e.refused)
+        return next(refused, None)
+
+
+def device_sync_diagnostics(*, device: Device) -> SyncDiagnostics:
+    """The device's kept sync events, in one query."""
+    return SyncDiagnostics(list(DeviceSyncEvent.objects.filter(device=device).order_by("-seq")))
+
+
+def devices_with_last_app(devices: QuerySet[Device]) -> QuerySet[Device]:
+    """`devices`, each with the User-Agent (`last_agent`) and protocol (`last_protocol`) of its
+    latest sync event, in the same query (None: none kept)."""
+    latest = DeviceSyncEvent.objects.filter(device=OuterRef("pk")).order_by("-seq")
+    return devices.annotate(
+        last_agent=Subquery(latest.values("agent")[:1]),
+        last_protocol=Subquery(latest.values("protocol")[:1]),
+    )

@@ -43,6 +43,10 @@ DEVICE_TYPES = [choice.value for choice in Device.Type]
 LAST_USE_PRECISION = timedelta(minutes=1)
 
 
+def device_id_valid(device_id: object) -> bool:
+    return isinstance(device_id, str) and _DEVICE_ID.fullmatch(device_id) is not None
+
+
 def device_id_checked(device_id: str) -> str:
     if not _DEVICE_ID.fullmatch(device_id):
         raise InvalidInput(
@@ -399,9 +403,10 @@ def subscription_upload(
     return Upload(timestamp=timestamp, update_urls=sent.update_urls())
 
 
-def subscription_replace(*, user: Any, device: Device, urls: list[str]) -> None:
+def subscription_replace(*, user: Any, device: Device, urls: list[str]) -> list[str]:
     """The simple API's PUT: the device's whole list. Feeds not yet subscribed are added; current
-    subscriptions the list does not reach are unsubscribed; the others are left as they are."""
+    subscriptions the list does not reach are unsubscribed; the others are left as they are.
+    Returns the URLs that cannot be used, which were left out."""
     _limit(len(urls))
     sent = _Sent(urls)
     with transaction.atomic():
@@ -416,3 +421,4 @@ def subscription_replace(*, user: Any, device: Device, urls: list[str]) -> None:
         dropped = subscription_current(user=user).exclude(pk__in=kept)
         subscription_unsubscribe_many(user=user, urls=dropped.values_list("feed_url", flat=True))
         sent.remember_spellings(user=user, device=device)
+    return [url for url, used in sent.rewritten.items() if not used]

@@ -2,13 +2,13 @@
 and answers as gpodder apps expect (docs/gpodder-api.md)."""
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import SESSION_KEY, login, logout
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.request import Request
+from rest_framework.request import Empty, Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -18,7 +18,7 @@ from api.params import query_param
 from api.renderers import JSONRenderer
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized
-from gpodder import selectors, services
+from gpodder import diagnostics, selectors, services
 from gpodder.authentication import MODEL_BACKEND, GpodderAuthentication
 from gpodder.parsers import AnyJSONParser, RawBodyParser
 from gpodder.serializers import (
@@ -64,6 +64,72 @@ class GpodderView(APIView):
                 session.pop(APP_PASSWORD_SESSION_KEY, None)
             else:
                 session[APP_PASSWORD_SESSION_KEY] = app_password_id
+
+
+# The answers of a request refused whole, which its device's page tells of: bad input, a
+# conflict to send again, a body too large or of another type, too many requests.
+REFUSALS = (400, 409, 413, 415, 429)
+
+
+class SyncNoting(APIView):
+    """A view of a sync request: it notes what the request did on its device, and a refusal
+    with the reason its answer gave (gpodder.diagnostics), for the device's page."""
+
+    protocol: str = diagnostics.Protocol.GPODDER
+    data: str = diagnostics.Data.SUBSCRIPTIONS
+
+    def note(self, request: Request, notes: dict[str | None, diagnostics.SyncNote]) -> None:
+        """`notes`: device id (None: the device of the same app) to what it did."""
+        diagnostics.sync_note_record(
+            user_id=cast(int, request.user.pk),
+            protocol=self.protocol,
+            agent=request.META.get("HTTP_USER_AGENT", ""),
+            session_key=self.session_key(request),
+            notes=notes,
+        )
+
+    def session_key(self, request: Request) -> str | None:
+        """The app's session on the gpodder API (its cookie's key, read from the cookie alone)."""
+        session = getattr(request._request, "session", None)
+        return None if session is None else session.session_key
+
+    def refused_devices(self, request: Request, body: Any) -> list[str | None]:
+        """The devices a refused request is of: the one its path names."""
+        device = self.kwargs.get("device")
+        return [device] if services.device_id_valid(device) else []
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        user = getattr(self.request, "_user", None)
+        if response.status_code in REFUSALS and user is not None and user.is_authenticated:
+            body = _parsed_body(self.request)
+            message = getattr(response, "data", None) or {}
+            note = diagnostics.refusal(
+                data=self.data,
+                pull=self.request.method == "GET",
+                items=_items(body),
+                message=str(message.get("message", "")) if isinstance(message, dict) else "",
+            )
+            devices = self.refused_devices(self.request, body)
+            if devices:
+                self.note(self.request, dict.fromkeys(devices, note))
+        return response
+
+
+def _parsed_body(request: Request) -> Any:
+    """The request's body as parsed, or None when it was not (reading it now could fail)."""
+    parsed = getattr(request, "_full_data", Empty)
+    return None if parsed is Empty else parsed
+
+
+def _items(body: Any) -> int:
+    """How many items (episode actions, URLs) a refused body held, when it can be told."""
+    if isinstance(body, list):
+        return len(body)
+    if isinstance(body, dict):
+        lists = (body.get("add"), body.get("remove"))
+        return sum(len(urls) for urls in lists if isinstance(urls, list))
+    return 0
 
 
 def follows_update_urls(request: Request) -> bool:
@@ -138,11 +204,15 @@ def since_param(request: Request, *, required: bool = True) -> int:
     return int(value)
 
 
-class SubscriptionsView(GpodderView):
+class SubscriptionsView(SyncNoting, GpodderView):
     def get(self, request: Request, username: str, device: str) -> Response:
         since = since_param(request)
         found = services.device_touch(user=request.user, device_id=device)
         changes = services.subscription_pull(user=request.user, device=found, since=since)
+        pulled = diagnostics.subscriptions_pulled(
+            added=len(changes.add), removed=len(changes.remove)
+        )
+        self.note(request, {device: pulled})
         return Response(
             {"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp}
         )
@@ -165,6 +235,10 @@ class SubscriptionsView(GpodderView):
             follows_update_urls=follows_update_urls(request),
             **serializer.validated_data,
         )
+        uploaded = diagnostics.subscriptions_uploaded(
+            **serializer.validated_data, update_urls=upload.update_urls
+        )
+        self.note(request, {device: uploaded})
         return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
 
 
@@ -211,12 +285,13 @@ class SimpleUserSubscriptionsView(GpodderView):
         return _list_answer(urls, fmt, username)
 
 
-class SimpleDeviceSubscriptionsView(GpodderView):
+class SimpleDeviceSubscriptionsView(SyncNoting, GpodderView):
     parser_classes = [RawBodyParser]
 
     def get(self, request: Request, username: str, device: str, fmt: str) -> Any:
         found = services.device_touch(user=request.user, device_id=device)
         urls = services.subscription_list(user=request.user, device=found)
+        self.note(request, {device: diagnostics.list_pulled(len(urls))})
         return _list_answer(urls, fmt, username)
 
     def put(self, request: Request, username: str, device: str, fmt: str) -> Response:
@@ -224,5 +299,6 @@ class SimpleDeviceSubscriptionsView(GpodderView):
         services.device_id_checked(device)
         services.subscription_check_count(urls)
         found = services.device_touch(user=request.user, device_id=device)
-        services.subscription_replace(user=request.user, device=found, urls=urls)
+        unusable = services.subscription_replace(user=request.user, device=found, urls=urls)
+        self.note(request, {device: diagnostics.list_uploaded(urls=urls, unusable=unusable)})
         return empty()

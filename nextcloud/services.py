@@ -135,11 +135,11 @@ def actions_download(*, user: Any, device: Device, since: int) -> Download:
     return Download(since=start, timestamp=point.timestamp)
 
 
-def actions_upload(*, user: Any, device_id: str, actions: Sequence[SentAction]) -> int:
+def actions_upload(*, user: Any, device_id: str, actions: Sequence[SentAction]) -> episodes.Upload:
     """Store the actions as /api/2/ does (each once, however often sent), each of the device
     Kasts names in it, else of the request's device `device_id` (made there when new, within
-    MAX_DEVICES); `guid` "null" is no guid. Returns the timestamp to answer: never later than
-    where the device's last download read."""
+    MAX_DEVICES); `guid` "null" is no guid. Its timestamp, the one to answer, is never later
+    than where the device's last download read."""
     filled = [
         dataclasses.replace(
             action,
@@ -149,5 +149,4 @@ def actions_upload(*, user: Any, device_id: str, actions: Sequence[SentAction]) 
         for action in actions
     ]
     read_up_to = _read_up_to(user=user, device_id=device_id)
-    upload = episodes.actions_upload(user=user, actions=filled, read_up_to=read_up_to)
-    return upload.timestamp
+    return episodes.actions_upload(user=user, actions=filled, read_up_to=read_up_to)

@@ -13,24 +13,26 @@ from rest_framework.views import APIView
 
 from api.negotiation import IgnoreAcceptNegotiation
 from api.renderers import JSONRenderer
-from core.exceptions import InvalidInput
+from core.exceptions import InvalidInput, NotAuthorized
 from episodes import selectors as episodes
 from episodes.actions import actions_parsed
 from episodes.answers import actions_answer
+from gpodder import diagnostics
 from gpodder import services as gpodder
 from gpodder.models import Device
 from gpodder.parsers import AnyJSONParser
 from gpodder.serializers import SubscriptionChangesSerializer
-from gpodder.views import since_param
+from gpodder.views import SyncNoting, since_param
 from nextcloud import services
 from nextcloud.authentication import NextcloudAuthentication
 
 
 # The OpenAPI document describes /v1/; docs/nextcloud.md describes these paths.
 @extend_schema(exclude=True)
-class NextcloudView(APIView):
+class NextcloudView(SyncNoting, APIView):
     """Basic only (no session is read or written); 400 for bad input; `no-store` on every
-    answer, errors included (AntennaPod keeps an HTTP cache)."""
+    answer, errors included (AntennaPod keeps an HTTP cache). Each request is noted on its
+    device (gpodder.diagnostics)."""
 
     authentication_classes = [NextcloudAuthentication]
     permission_classes = [IsAuthenticated]
@@ -38,16 +40,29 @@ class NextcloudView(APIView):
     renderer_classes = [JSONRenderer]
     content_negotiation_class = IgnoreAcceptNegotiation
     invalid_input_status = 400
+    protocol = diagnostics.Protocol.NEXTCLOUD
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:
         response = super().dispatch(request, *args, **kwargs)
         response["Cache-Control"] = "no-store"
         return response
 
+    def session_key(self, request: Request) -> str | None:
+        return None  # no session is read or written here
+
     def device(self, request: Request) -> Device:
         return services.request_device(
             user=request.user, app_password_id=getattr(request, "app_password_id", None)
         )
+
+    def device_id(self, request: Request) -> str:
+        return services.request_device_id(app_password_id=getattr(request, "app_password_id", None))
+
+    def refused_devices(self, request: Request, body: Any) -> list[str | None]:
+        try:
+            return [self.device_id(request)]
+        except NotAuthorized:  # its app password revoked meanwhile
+            return []
 
 
 def _body(request: Request, expected: str) -> Any:
@@ -72,6 +87,8 @@ class SubscriptionsView(NextcloudView):
         # At 0 an app deletes every local feed named in `remove`: the first sync of a phone
         # would lose the feeds added on it that were once removed elsewhere.
         remove = [] if sent == 0 else changes.remove
+        pulled = diagnostics.subscriptions_pulled(added=len(changes.add), removed=len(remove))
+        self.note(request, {device.device_id: pulled})
         return Response({"add": changes.add, "remove": remove, "timestamp": changes.timestamp})
 
 
@@ -82,28 +99,44 @@ class SubscriptionChangeView(NextcloudView):
         )
         serializer.is_valid(raise_exception=True)
         gpodder.subscription_changes_check(**serializer.validated_data)
+        device = self.device(request)
         upload = gpodder.subscription_upload(
-            user=request.user, device=self.device(request), **serializer.validated_data
+            user=request.user, device=device, **serializer.validated_data
         )
+        uploaded = diagnostics.subscriptions_uploaded(
+            **serializer.validated_data, update_urls=upload.update_urls
+        )
+        self.note(request, {device.device_id: uploaded})
         return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
 
 
 class EpisodeActionCreateView(NextcloudView):
+    data = diagnostics.Data.EPISODE_ACTIONS
+
     def post(self, request: Request) -> Response:
         body = _body(request, "a JSON list of episode actions")
         actions = actions_parsed(body, limit=settings.MAX_EPISODE_ACTIONS)
-        device_id = services.request_device_id(
-            app_password_id=getattr(request, "app_password_id", None)
+        device_id = self.device_id(request)
+        upload = services.actions_upload(user=request.user, device_id=device_id, actions=actions)
+        uploaded = diagnostics.actions_uploaded(
+            taken=len(actions) - len(upload.left_out),
+            left_out=len(upload.left_out),
+            unusable=[sent for sent, used in upload.update_urls if not used],
         )
-        timestamp = services.actions_upload(user=request.user, device_id=device_id, actions=actions)
-        return Response({"timestamp": timestamp})
+        self.note(request, {device_id: uploaded})
+        return Response({"timestamp": upload.timestamp})
 
 
 class EpisodeActionsView(NextcloudView):
+    data = diagnostics.Data.EPISODE_ACTIONS
+
     def get(self, request: Request) -> HttpResponseBase:
         since = since_param(request, required=False)
-        download = services.actions_download(
-            user=request.user, device=self.device(request), since=since
-        )
+        device = self.device(request)
+        download = services.actions_download(user=request.user, device=device, since=since)
         rows = episodes.actions_since(user=request.user, since=download.since)
-        return actions_answer(rows, download.timestamp, with_device=False)
+
+        def sent(count: int) -> None:
+            self.note(request, {device.device_id: diagnostics.actions_downloaded(count)})
+
+        return actions_answer(rows, download.timestamp, with_device=False, sent=sent)

@@ -1,7 +1,9 @@
-"""A sync that reads writes nothing: an app pulling an account nobody changed is answered the
-same timestamp every time, and neither its device's read point, its last use nor anything else
-is written (a commit would wait for the disk). When something did change, the one note a pull
-makes commits without waiting for the disk (docs/gpodder-api.md, "Timestamps")."""
+"""A sync that reads writes nothing but its sync event: an app pulling an account nobody changed
+is answered the same timestamp every time, and neither its device's read point, its last use nor
+anything else is written (a commit would wait for the disk); only the one statement that notes
+the request for the device's page (gpodder.diagnostics), which does not wait for the disk. When
+something did change, the one note a pull makes commits without waiting for the disk either
+(docs/gpodder-api.md, "Timestamps")."""
 
 import json
 import re
@@ -10,9 +12,11 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models import Max
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from gpodder.models import Device, DeviceSyncEvent
 from tests.gpodder.conftest import PASSWORD, basic
 from tests.nextcloud.conftest import nextcloud_client
 
@@ -33,8 +37,34 @@ def play(n: int) -> dict[str, Any]:
     }
 
 
+SYNC_EVENT = f"INSERT INTO {DeviceSyncEvent._meta.db_table} "
+
+
 def writes(captured: CaptureQueriesContext) -> list[str]:
-    return [q["sql"] for q in captured.captured_queries if WRITE.match(q["sql"] or "")]
+    """The writes of the requests, but their sync events (sync_events)."""
+    return [
+        q["sql"]
+        for q in captured.captured_queries
+        if WRITE.match(q["sql"] or "") and not (q["sql"] or "").startswith(SYNC_EVENT)
+    ]
+
+
+def sync_events(captured: CaptureQueriesContext) -> list[str]:
+    """The requests' sync events whose text was logged (a prepared statement's is not): one
+    statement each, whose commit does not wait for the disk."""
+    noted = [q["sql"] for q in captured.captured_queries if (q["sql"] or "").startswith(SYNC_EVENT)]
+    for note in noted:
+        if connection.vendor == "postgresql":
+            assert "set_config('synchronous_commit', 'off', true)" in note
+    return noted
+
+
+def noted() -> int:
+    """How many sync events the devices have had (each keeps its latest few)."""
+    latest = Device.objects.annotate(latest=Max("sync_events__seq")).values_list(
+        "latest", flat=True
+    )
+    return sum(seq + 1 for seq in latest if seq is not None)
 
 
 def body(response: Any) -> Any:
@@ -64,12 +94,15 @@ def test_pulls_of_an_account_nobody_changed_answer_one_timestamp_and_write_nothi
 
     for _ in range(3):
         clock.advance(seconds=7)
+        before = noted()
         with CaptureQueriesContext(connection) as captured:
             pulled = body(phone.get(SUBSCRIPTIONS, {"since": first}))
             downloaded = body(phone.get(EPISODES, {"since": first}))
         assert pulled == {"add": [], "remove": [], "timestamp": first}
         assert downloaded["actions"] == []
         assert writes(captured) == []
+        sync_events(captured)
+        assert noted() == before + 2
 
 
 @pytest.mark.postgresql
@@ -98,6 +131,7 @@ def test_a_pull_after_a_change_notes_its_timestamp_without_waiting_for_the_disk(
     notes = writes(captured)
     assert [note for note in notes if "pulled_up_to" in note]
     assert all("pulled_up_to" in note or "last_used" in note for note in notes)
+    assert len(sync_events(captured)) == 1
     sent = [q["sql"] for q in captured.captured_queries]
     for note in notes:
         assert sent[sent.index(note) - 1] == "SET LOCAL synchronous_commit TO OFF"
@@ -117,12 +151,15 @@ def test_a_nextcloud_app_polling_an_account_nobody_changed_writes_nothing(
 
     for _ in range(3):
         clock.advance(seconds=7)
+        before = noted()
         with CaptureQueriesContext(connection) as captured:
             body(app.get(f"{NEXTCLOUD}/subscriptions", {"since": first}))
             answer = body(app.get(f"{NEXTCLOUD}/episode_action", {"since": first}))
         # Kasts downloads again while the answer is over 10 s behind its clock: it keeps up.
         assert answer["timestamp"] >= (clock.now - timedelta(seconds=10)).timestamp()
         assert writes(captured) == []
+        sync_events(captured)
+        assert noted() == before + 2
 
 
 def test_an_account_with_nothing_yet_is_pulled_and_downloaded_without_writes(
@@ -135,10 +172,13 @@ def test_an_account_with_nothing_yet_is_pulled_and_downloaded_without_writes(
     body(app.get(f"{NEXTCLOUD}/episode_action", {"since": 0}))
     for _ in range(3):
         clock.advance(seconds=7)
+        before = noted()
         with CaptureQueriesContext(connection) as captured:
             assert body(phone.get(SUBSCRIPTIONS, {"since": first}))["timestamp"] == first
             body(app.get(f"{NEXTCLOUD}/episode_action", {"since": first}))
         assert writes(captured) == []
+        sync_events(captured)
+        assert noted() == before + 2
     # The first change after them is found from that timestamp, and from the one after it.
     phone.post(SUBSCRIPTIONS, {"add": [FEED], "remove": []}, format="json")
     for since in (first, first + 1):
