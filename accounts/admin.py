@@ -6,7 +6,13 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.contrib.auth.forms import (
+    AdminUserCreationForm,
+    ReadOnlyPasswordHashWidget,
+    UserChangeForm,
+)
+from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX
+from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 from django.db.models import Q, QuerySet
@@ -23,6 +29,8 @@ User = get_user_model()
 
 # Django's auth app registered the plain user admin first (INSTALLED_APPS order): replace it.
 admin.site.unregister(User)
+# Groups and per-user permissions have no use here: an account is staff, a superuser, or neither.
+admin.site.unregister(Group)
 
 
 class _UsernameChecked:
@@ -44,8 +52,25 @@ class AccountCreationForm(_UsernameChecked, AdminUserCreationForm):
     pass
 
 
+class PasswordSetWidget(ReadOnlyPasswordHashWidget):
+    """Whether the account has a password, and the link to set another; not the hash's
+    parameters (algorithm, memory and time costs, salt), which staff have nothing to do with."""
+
+    def get_context(self, name: str, value: Any, attrs: Any) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        usable = bool(value) and not value.startswith(UNUSABLE_PASSWORD_PREFIX)
+        context["summary"] = [{"label": "Set" if usable else "No password set."}]
+        return context
+
+
 class AccountChangeForm(_UsernameChecked, UserChangeForm):
-    pass
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "password" in self.fields:
+            self.fields["password"].widget = PasswordSetWidget()
+
+
+_UNUSED = ("groups", "user_permissions")
 
 
 @admin.register(User)
@@ -55,6 +80,16 @@ class AccountAdmin(BigTableAdmin, UserAdmin):
 
     add_form = AccountCreationForm
     form = AccountChangeForm
+    # Django's, without groups and per-user permissions (unused: see Group above).
+    fieldsets = [
+        (name, {**options, "fields": [f for f in options["fields"] if f not in _UNUSED]})
+        for name, options in UserAdmin.fieldsets or ()
+    ]
+    list_filter = ["is_staff", "is_superuser", "is_active"]
+    filter_horizontal = ()
+    # Written by sign-ins and by registration, not by staff (and shown as text, where Django's
+    # date and time boxes come without a label each).
+    readonly_fields = ["last_login", "date_joined"]
     list_display = ["username", "email", "is_active", "is_staff", "last_login"]
     actions = ["deactivate", "activate"]
     show_full_result_count = False

@@ -10,10 +10,10 @@ Celery worker, and times every hot request for the accounts at the start, the mi
 end of the tables, one request at a time on a kept-alive connection as `make bench` does,
 alternating between the two databases so that the machine's load weighs on both alike. Each
 p50 at scale is compared with the same account's on the small database: within 1.5x is the
-target. Last, it runs each of those requests, the admin's list pages and the sweeps in-process
-against the large database, asks PostgreSQL for the plan of every statement they sent, prints
-the scans, and writes the plans to bench/out/scale-plans.txt: no sequential scan of a loaded
-table is the target. Exits non-zero on a missed target.
+target. Last, it runs each of those requests, the admin's list pages, its overview and a user's
+page, and the sweeps in-process against the large database, asks PostgreSQL for the plan of every
+statement they sent, prints the scans, and writes the plans to bench/out/scale-plans.txt: no
+sequential scan of a loaded table is the target. Exits non-zero on a missed target.
 """
 
 import contextlib
@@ -538,6 +538,9 @@ def plans(pg: servers.Server) -> list[str]:
                 {"user__id__exact": number})),
             ("admin list subscriptions, its last page", lambda: staff_browser.get(
                 reverse("admin:subscriptions_subscription_changelist"), {"p": 100})),
+            ("admin overview", staff_get(reverse("admin-overview"))),
+            ("admin user page, its links' counts", staff_get(
+                reverse("admin:auth_user_change", args=[number]))),
             ("/v1/ login", lambda: DjangoClient().post(
                 "/v1/auth/login", {"username": name, "password": data.PASSWORD},
                 content_type="application/json")),

@@ -70,6 +70,28 @@ def table_is_big(model: type[Model]) -> bool:
     return estimate > cap
 
 
+def rows_counted(model: type[Model]) -> tuple[int, bool]:
+    """The table's rows, and whether that is their count (True) or PostgreSQL's estimate: a
+    table of millions is never counted whole. Counted up to COUNT_CAP + 1 rows, where the estimate
+    is below COUNT_CAP or there is none (a table never analysed: then COUNT_CAP + 1 says "more")."""
+    cap = EstimatedCountPaginator.COUNT_CAP
+    if connection.vendor == "postgresql":
+        estimate = _estimated_rows(model._meta.db_table)
+        if estimate > cap:
+            return estimate, False
+    counted = int(model._default_manager.all()[: cap + 1].count())
+    return counted, counted <= cap  # past the cap in a table never analysed: "more than"
+
+
+def shortened(text: str, limit: int = 48) -> str:
+    """`text` cut to `limit` characters in its middle, where a URL has least to tell: its host
+    and its end (the file's name) stay."""
+    if len(text) <= limit:
+        return text
+    tail = limit * 2 // 5
+    return f"{text[: limit - tail - 1]}\u2026{text[-tail:]}"
+
+
 # A search by the beginning of a username lists the rows of this many accounts at most.
 ACCOUNTS_PER_SEARCH = 100
 

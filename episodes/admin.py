@@ -7,8 +7,9 @@ from django.contrib import admin
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
+from django.utils.html import format_html
 
-from core.admin import BigTableAdmin, ReadOnlyAdmin, table_is_big
+from core.admin import BigTableAdmin, ReadOnlyAdmin, shortened, table_is_big
 from episodes.models import EpisodeAction
 from feedchecks.catalogue import episode_title_sql
 from feedchecks.models import FeedEpisode
@@ -22,16 +23,10 @@ class EpisodeActionAdmin(BigTableAdmin, ReadOnlyAdmin):
     """Read-only: actions are what the apps said; searchable by podcast URL, episode, episode
     title and user."""
 
-    list_display = [
-        "received",
-        "user",
-        "device",
-        "action",
-        "podcast",
-        "episode_title",
-        "episode",
-        "position",
-    ]
+    # One short line a row: the episode by its title when the catalogue has it, else its URL;
+    # long URLs and titles cut, each whole in the cell's title (shown on hover); a play with
+    # where it stopped.
+    list_display = ["when", "user", "device", "action_shown", "episode_shown", "podcast_shown"]
     list_filter = ["action"]
     search_fields = ["podcast", "episode", "=user__username"]
     search_help_text = (
@@ -70,6 +65,30 @@ class EpisodeActionAdmin(BigTableAdmin, ReadOnlyAdmin):
     def episode_title(self, action: Any) -> str:
         return getattr(action, "episode_title", None) or ""
 
+    @admin.display(description="received", ordering="received")
+    def when(self, action: EpisodeAction) -> str:
+        return format_html('<span class="nowrap">{}</span>', f"{action.received:%Y-%m-%d %H:%M}")
+
+    @admin.display(description="episode")
+    def episode_shown(self, action: Any) -> str:
+        title = self.episode_title(action)
+        full = f"{title}\n{action.episode}" if title else action.episode
+        return _cut(title or _without_scheme(action.episode), full, limit=32)
+
+    @admin.display(description="podcast", ordering="podcast")
+    def podcast_shown(self, action: EpisodeAction) -> str:
+        return _cut(_without_scheme(action.podcast), action.podcast, limit=24)
+
+    @admin.display(description="action", ordering="action")
+    def action_shown(self, action: EpisodeAction) -> str:
+        """The action, and where a play stopped as a player shows it (play 1:02:03)."""
+        if action.position is None:
+            return action.action
+        hours, rest = divmod(action.position, 3600)
+        minutes, seconds = divmod(rest, 60)
+        at = f"{hours}:{minutes:02}:{seconds:02}" if hours else f"{minutes}:{seconds:02}"
+        return format_html('<span class="nowrap">{} {}</span>', action.action, at)
+
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[EpisodeAction], search_term: str
     ) -> tuple[QuerySet[EpisodeAction], bool]:
@@ -95,3 +114,13 @@ class EpisodeActionAdmin(BigTableAdmin, ReadOnlyAdmin):
             return found, duplicates
         titled = queryset.filter(Q(guid__in=guids) | Q(episode_key__in=keys))
         return found | titled, duplicates
+
+
+def _cut(shown: str, full: str, *, limit: int) -> str:
+    """`shown` on one line, cut to `limit` characters, with `full` in its title."""
+    return format_html('<span class="nowrap" title="{}">{}</span>', full, shortened(shown, limit))
+
+
+def _without_scheme(url: str) -> str:
+    """A URL as a column shows it: its scheme says nothing about which episode or feed it is."""
+    return url.split("://", 1)[1] if url.startswith(("https://", "http://")) else url

@@ -1,10 +1,11 @@
 """The admin in a real browser: headless Chromium, driven by Selenium, against a live server.
 
 Staff log in, find a subscription by searching for its feed URL, open it, and re-run a failed
-deletion with the admin action. A screenshot of the end is saved under TEST_OUTPUT_DIR
-(default `test-output/`, git-ignored) in `e2e/`. Chromium and chromedriver come from Debian's
-packages (scripts/install-servers.sh installs them): when they are missing the test fails, it
-is not skipped.
+deletion with the admin action; open the overview and an account's page, and follow its link to
+the account's history, each checked by axe-core at a desktop's width and at 390 and 320 px.
+Screenshots are saved under TEST_OUTPUT_DIR (default `test-output/`, git-ignored) in `e2e/`.
+Chromium and chromedriver come from Debian's packages (scripts/install-servers.sh installs
+them): when they are missing the test fails, it is not skipped.
 """
 
 from datetime import timedelta
@@ -19,7 +20,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from deletions.models import Deletion
 from episodes import services
 from episodes.actions import actions_parsed
-from tests.e2e.browser import OUTPUT_DIR
+from feedchecks.services import feed_check_run
+from tests.e2e.browser import OUTPUT_DIR, accessibility_violations, screenshot
 from tests.factories import UserFactory
 from tests.helpers import subscribe
 
@@ -132,3 +134,107 @@ def test_staff_search_episode_actions_by_podcast_url_and_open_one(
     assert "phone" in page
     # Read-only: no save button.
     assert not browser.find_elements(By.NAME, "_save")
+
+
+def at_width(browser: WebDriver, width: int | None) -> None:
+    """The page as a phone of `width` CSS pixels shows it; None: the desktop window again."""
+    if width is None:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        return
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+    )
+
+
+def checked(browser: WebDriver, name: str) -> None:
+    """No serious accessibility violation, and nothing wider than the window."""
+    violations = accessibility_violations(browser)
+    assert not violations, f"{name}: {violations}"
+    overflow = browser.execute_script(
+        "return document.documentElement.scrollWidth - window.innerWidth"
+    )
+    assert overflow <= 0, f"{name} is {overflow}px wider than the window"
+
+
+def test_staff_open_the_overview_and_an_accounts_page(
+    live_server: Any, transactional_db: None, plain_http_cookies: None, browser: WebDriver
+) -> None:
+    UserFactory(username="staff", is_staff=True, is_superuser=True, with_password=PASSWORD)
+    alice: Any = UserFactory(username="alice")
+    sub = subscribe(alice, "https://browser.example/podcast.xml")
+    upload = [
+        {"podcast": sub.feed_url, "episode": f"https://browser.example/{n}.mp3",
+         "action": "play", "position": 60 * n, "device": "phone"}
+        for n in range(3)
+    ]  # fmt: skip
+    services.actions_upload(user=alice, actions=actions_parsed(upload, limit=10))
+    Deletion.objects.create(
+        user=alice,
+        guid=sub.guid,
+        status=Deletion.Status.FAILURE,
+        message="The deletion process encountered an error and was rolled back",
+        requested=sub.subscription_changed,
+        finished=sub.subscription_changed,
+    )
+    for n in range(3):  # feeds on a private network, which the fetcher refuses
+        feed_check_run(
+            url=f"http://10.255.0.{n + 1}/a/very/long/path/to/a/feed.xml", user_id=alice.pk
+        )
+    browser.set_window_size(1366, 900)
+    wait = WebDriverWait(browser, 15)
+
+    log_in(browser, live_server.url)
+    for width in (390, 320, None):  # the index, which links to the overview first
+        at_width(browser, width)
+        browser.refresh()
+        checked(browser, f"the admin's index at {width or 'desktop'} px")
+    browser.find_element(
+        By.LINK_TEXT, "Accounts, syncs, deletions, failing feeds and queues"
+    ).click()
+    wait.until(expected_conditions.url_contains("/admin/overview/"))
+    page = browser.find_element(By.ID, "content").text
+    for heading in ("Accounts", "Syncs per day", "Deletions", "Failing feeds", "Queues"):
+        assert heading in page
+    assert "3 feeds failed their last check." in page
+    assert "The deletion process encountered an error and was rolled back" in page
+    checked(browser, "the overview")
+    screenshot(browser, "admin-overview-desktop")
+    browser.execute_script("document.getElementById('feeds-heading').scrollIntoView()")
+    screenshot(browser, "admin-overview-desktop-feeds")
+    for width in (390, 320):
+        at_width(browser, width)
+        browser.refresh()
+        checked(browser, f"the overview at {width} px")
+        if width == 390:
+            screenshot(browser, "admin-overview-390")
+    at_width(browser, None)
+
+    # The account's page, and its history through the link.
+    browser.get(f"{live_server.url}/admin/auth/user/{alice.pk}/change/")
+    links = browser.find_element(By.CSS_SELECTOR, "ul.their-data").text
+    assert "Podcasts (subscriptions): 1" in links
+    assert "History (episode actions): 3" in links
+    assert "Deletions of subscriptions: 1" in links
+    assert "argon2" not in browser.find_element(By.ID, "content").text.lower()
+    checked(browser, "the user page")
+    screenshot(browser, "admin-user-desktop")
+    for width in (390, 320):
+        at_width(browser, width)
+        browser.refresh()
+        checked(browser, f"the user page at {width} px")
+        if width == 390:
+            screenshot(browser, "admin-user-390")
+    at_width(browser, None)
+    browser.find_element(By.PARTIAL_LINK_TEXT, "History (episode actions)").click()
+    wait.until(expected_conditions.url_contains(f"user__id__exact={alice.pk}"))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
+    assert len(rows) == 3
+    checked(browser, "the episode actions")
+    screenshot(browser, "admin-episode-actions-desktop")
+    for width in (390, 320):
+        at_width(browser, width)
+        browser.refresh()
+        checked(browser, f"the episode actions at {width} px")
+        if width == 390:
+            screenshot(browser, "admin-episode-actions-390")

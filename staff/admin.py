@@ -1,0 +1,65 @@
+"""The admin as a whole: its name (SITE_NAME) in its header and titles, and an account's page
+with links to its rows in the other lists. Imported first of the apps' admins (INSTALLED_APPS
+lists this app first), it imports the user admin it extends."""
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.functional import lazy
+from django.utils.html import format_html, format_html_join
+
+from staff.selectors import account_rows
+from subscriptions.admin import UserSubscriptionsAdmin
+
+
+def _site_name() -> str:
+    return str(settings.SITE_NAME)
+
+
+# Read each time a page shows it, not once now: a name set later (by a test) shows too.
+site_name = lazy(_site_name, str)()
+admin.site.site_header = site_name
+admin.site.site_title = site_name
+admin.site.index_title = "Administration"
+
+User = get_user_model()
+# subscriptions.admin, imported above, registered its user admin: this one adds the links.
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class StaffUserAdmin(UserSubscriptionsAdmin):
+    """The user admin, with the account's podcasts, devices, history and deletions: each a link
+    to its list filtered by the account, with how many rows it has."""
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = list(super().get_fieldsets(request, obj))
+        if obj is None:  # the add form
+            return fieldsets
+        return [fieldsets[0], ("Their data", {"fields": ["their_data"]}), *fieldsets[1:]]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        return fields if obj is None else [*fields, "their_data"]
+
+    @admin.display(description="on this service")
+    def their_data(self, user: Any) -> str:
+        rows = account_rows(user_id=user.pk)
+        lists = [
+            ("subscriptions_subscription", "Podcasts (subscriptions)", rows.subscriptions),
+            ("gpodder_device", "Devices", rows.devices),
+            ("episodes_episodeaction", "History (episode actions)", rows.episode_actions),
+            ("deletions_deletion", "Deletions of subscriptions", rows.deletions),
+            ("deletions_accountdeletion", "Deletions of the account", rows.account_deletions),
+        ]
+        query = urlencode({"user__id__exact": user.pk})
+        links = [
+            (reverse(f"admin:{name}_changelist"), query, label, str(n)) for name, label, n in lists
+        ]
+        items = format_html_join("", '<li><a href="{}?{}">{}</a>: {}</li>', links)
+        return format_html('<ul class="their-data">{}</ul>', items)

@@ -1,0 +1,290 @@
+"""The admin's overview and the user page's counts (docs/operations.md, "The admin"): each figure
+in one query that an index answers, or that a window of days bounds, so that the page reads as
+much at a million accounts as at ten (staff migration 0001 has the indexes; `make scale` checks
+the plans).
+
+Active, in a window of days: an account that signed in (its last login: the pages, the admin, an
+app's /v1/ login), one of whose devices made a request (a device's last use: gpodder and
+Nextcloud syncs), or one of whose subscriptions was added, changed or deleted (its
+subscription_changed: a /v1/ app signs in once, then refreshes its token, and otherwise leaves
+only this). What no table records is not seen: a /v1/ app that only reads, between two logins.
+
+Syncs per day, from the rows that have a time: the uploads of episode actions (an upload stamps
+its actions with a second of its own, so each (account, second) is one upload) and the
+subscriptions changed, each counted on the day of its last change, which a later change of it
+moves.
+"""
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from functools import partial
+from typing import Any
+
+import redis
+from celery import current_app
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.db.models import Count, F, IntegerField, Min, QuerySet, Value
+from django.db.models.functions import TruncDate
+from kombu.transport.redis import PRIORITY_STEPS, Channel
+
+from core import clock
+from core.admin import EstimatedCountPaginator, rows_counted
+from deletions.models import AccountDeletion, Deletion
+from episodes.models import EpisodeAction
+from feedchecks.models import FeedCheck
+from feedchecks.services import background_checks_waiting
+from gpodder.models import Device
+from subscriptions.models import Subscription
+
+ACTIVE_DAYS = (7, 30)
+SYNC_DAYS = 14
+FAILING_FEEDS_SHOWN = 20
+FAILED_DELETIONS_SHOWN = 10
+# A broker that does not answer within this long is shown as not answering.
+BROKER_TIMEOUT = 2.0
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A number of rows: counted (`exact`), or past the count's cap (COUNT_CAP + 1: "more
+    than"), or PostgreSQL's estimate of a big table ("about")."""
+
+    n: int
+    exact: bool = True
+
+    def __str__(self) -> str:
+        cap = EstimatedCountPaginator.COUNT_CAP
+        if self.exact:
+            return f"{self.n:,}"
+        return f"about {self.n:,}" if self.n > cap + 1 else f"more than {cap:,}"
+
+
+@dataclass(frozen=True)
+class SyncDay:
+    day: date
+    uploads: int = 0
+    subscriptions: int = 0
+    accounts: int = 0
+
+
+@dataclass(frozen=True)
+class Deletions:
+    """One kind of deletion request (of subscriptions, of accounts)."""
+
+    pending: int
+    failed: int
+    oldest_pending: datetime | None
+    latest_failed: list[Any]
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    waiting: int | None  # None: the broker did not answer
+
+
+@dataclass(frozen=True)
+class Queues:
+    """The broker's queues (`broker`), or, without one, what this process runs itself."""
+
+    broker: bool
+    queues: list[Queue] = field(default_factory=list)
+    # Taken by a worker and not yet acknowledged (running, or about to): every queue's.
+    unacknowledged: int | None = None
+    # Without a broker: the requests whose feed checks this process's threads have yet to run.
+    feed_checks: int = 0
+
+
+@dataclass(frozen=True)
+class Overview:
+    accounts: Rows
+    active: dict[int, int]  # days -> accounts active in the last that many
+    sync_days: list[SyncDay]
+    deletions: Deletions
+    account_deletions: Deletions
+    failing_feeds: int
+    latest_failing: list[FeedCheck]
+    queues: Queues
+
+
+def overview_read() -> Overview:
+    now = clock.now()
+    return Overview(
+        accounts=Rows(*rows_counted(get_user_model())),
+        active=accounts_active(now=now),
+        sync_days=syncs_per_day(now=now),
+        deletions=_deletions(Deletion.objects.select_related("user")),
+        account_deletions=_deletions(AccountDeletion.objects.all()),
+        failing_feeds=FeedCheck.objects.filter(result=FeedCheck.Result.ERROR).count(),
+        latest_failing=list(
+            FeedCheck.objects.filter(result=FeedCheck.Result.ERROR)
+            .order_by("-checked", "-id")
+            .only("url", "checked", "error")[:FAILING_FEEDS_SHOWN]
+        ),
+        queues=queues_read(),
+    )
+
+
+def accounts_active(*, now: datetime) -> dict[int, int]:
+    """How many accounts were active (the module's docstring) in the last days of ACTIVE_DAYS,
+    in one query: each of the three times read by its index, from the longest window's rows."""
+    since = {days: now - timedelta(days=days) for days in ACTIVE_DAYS}
+    longest = since[max(ACTIVE_DAYS)]
+    logins = (
+        get_user_model()
+        .objects.filter(last_login__gte=longest)
+        .annotate(who=F("pk"), at=F("last_login"))
+        .values_list("who", "at")
+    )
+    devices = Device.objects.filter(last_used__gte=longest).values_list("user_id", "last_used")
+    changes = Subscription.objects.filter(subscription_changed__gte=longest).values_list(
+        "user_id", "subscription_changed"
+    )
+    seen, params = logins.union(devices, changes, all=True).query.sql_with_params()
+    adapt = connection.ops.adapt_datetimefield_value
+    counted = ", ".join("COALESCE(SUM(CASE WHEN seen >= %s THEN 1 ELSE 0 END), 0)" for _ in since)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {counted} FROM (SELECT MAX(at) AS seen FROM ({seen}) AS events"
+            " GROUP BY who) AS accounts",
+            [*(adapt(since[days]) for days in ACTIVE_DAYS), *params],
+        )
+        row = cursor.fetchone()
+    return {days: int(n) for days, n in zip(ACTIVE_DAYS, row, strict=True)}
+
+
+def syncs_per_day(*, now: datetime) -> list[SyncDay]:
+    """The last SYNC_DAYS days (UTC), today's so far last: uploads of episode actions,
+    subscriptions changed, and the accounts that did either; in one query, from those days'
+    rows alone."""
+    today = now.date()
+    first = today - timedelta(days=SYNC_DAYS - 1)
+    start = datetime.combine(first, datetime.min.time(), tzinfo=now.tzinfo)
+    kind = partial(Value, output_field=IntegerField())
+    uploads = (
+        EpisodeAction.objects.filter(received__gte=start)
+        .annotate(kind=kind(1), who=F("user_id"), at=F("received"), day=TruncDate("received"))
+        .values_list("kind", "who", "at", "day")
+        .distinct()
+    )
+    changes = (
+        Subscription.objects.filter(subscription_changed__gte=start)
+        .annotate(kind=kind(2), day=TruncDate("subscription_changed"))
+        .values_list("kind", "user_id", "subscription_changed", "day")
+    )
+    synced, params = uploads.union(changes, all=True).query.sql_with_params()
+    # By account and day first, then by day: two hash aggregates, where COUNT(DISTINCT) would
+    # sort every row of the fortnight.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT day, SUM(uploads), SUM(changes), COUNT(*) FROM"
+            " (SELECT day, who, SUM(CASE WHEN kind = 1 THEN 1 ELSE 0 END) AS uploads,"
+            " SUM(CASE WHEN kind = 2 THEN 1 ELSE 0 END) AS changes"
+            f" FROM ({synced}) AS synced GROUP BY day, who) AS accounts GROUP BY day",
+            params,
+        )
+        found = {
+            _as_date(day): SyncDay(_as_date(day), int(up), int(subs), int(accounts))
+            for day, up, subs, accounts in cursor.fetchall()
+        }
+    days = (first + timedelta(days=n) for n in range(SYNC_DAYS))
+    return [found.get(day, SyncDay(day)) for day in days]
+
+
+def _as_date(value: Any) -> date:
+    """A date as the database gives it back in a raw query (SQLite: as text)."""
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def _deletions(requests: QuerySet[Any]) -> Deletions:
+    """The pending and failed requests of one kind (Deletion, AccountDeletion), read by the
+    index on their status the sweep reads; and the latest to fail, with their message."""
+    status = Deletion.Status  # AccountDeletion's too (deletions.models.Work)
+    statuses = {
+        row["status"]: row
+        for row in requests.filter(status__in=[status.PENDING, status.FAILURE])
+        .values("status")
+        .annotate(n=Count("pk"), oldest=Min("requested"))
+        .order_by()
+    }
+    pending = statuses.get(status.PENDING, {})
+    failed = requests.filter(status=status.FAILURE).order_by(
+        F("finished").desc(nulls_last=True), "-pk"
+    )
+    return Deletions(
+        pending=pending.get("n", 0),
+        failed=statuses.get(status.FAILURE, {}).get("n", 0),
+        oldest_pending=pending.get("oldest"),
+        latest_failed=list(failed[:FAILED_DELETIONS_SHOWN]),
+    )
+
+
+def queues_read() -> Queues:
+    """With a broker (REDIS_URL), how many messages wait in each queue the service declares
+    (settings.QUEUES), in one round trip: kombu keeps a queue as a Redis list per priority.
+    Without one (tasks run in-process), the feed checks this process's threads have yet to run;
+    deletions then run right after the request that asked, and their pending count says the
+    rest."""
+    conf = current_app.conf
+    if conf.task_always_eager:
+        return Queues(broker=False, feed_checks=background_checks_waiting())
+    names = list(settings.QUEUES)
+    unread = Queues(broker=True, queues=[Queue(name, None) for name in names])
+    url = str(conf.broker_url or "")
+    if not url.startswith(("redis://", "rediss://")):
+        return unread
+    steps = len(PRIORITY_STEPS)
+    client = redis.Redis.from_url(
+        url, socket_timeout=BROKER_TIMEOUT, socket_connect_timeout=BROKER_TIMEOUT
+    )
+    try:
+        with client.pipeline(transaction=False) as pipe:
+            for name in names:
+                for step in PRIORITY_STEPS:
+                    pipe.llen(_priority_key(name, step))
+            pipe.hlen(Channel.unacked_key)
+            lengths = [int(n) for n in pipe.execute()]
+    except redis.RedisError:
+        return unread
+    finally:
+        client.close()
+    queues = [
+        Queue(name, sum(lengths[n * steps : (n + 1) * steps])) for n, name in enumerate(names)
+    ]
+    return Queues(broker=True, queues=queues, unacknowledged=lengths[-1])
+
+
+def _priority_key(queue: str, step: int) -> str:
+    """The Redis list of a queue's messages of one priority step, as kombu names it."""
+    return f"{queue}{Channel.sep}{step}" if step else queue
+
+
+@dataclass(frozen=True)
+class AccountRows:
+    """What one account has in each table its user page links to, counted up to the cap."""
+
+    subscriptions: Rows
+    devices: Rows
+    episode_actions: Rows
+    deletions: Rows
+    account_deletions: Rows
+
+
+def account_rows(*, user_id: Any) -> AccountRows:
+    """Each count by the table's index on its user, and at most COUNT_CAP + 1 rows read: an
+    account with a million episode actions costs its page no more than one with ten thousand."""
+
+    def counted(rows: QuerySet[Any]) -> Rows:
+        cap = EstimatedCountPaginator.COUNT_CAP
+        n = int(rows[: cap + 1].count())
+        return Rows(n, exact=n <= cap)
+
+    return AccountRows(
+        subscriptions=counted(Subscription.objects.filter(user_id=user_id)),
+        devices=counted(Device.objects.filter(user_id=user_id)),
+        episode_actions=counted(EpisodeAction.objects.filter(user_id=user_id)),
+        deletions=counted(Deletion.objects.filter(user_id=user_id)),
+        account_deletions=counted(AccountDeletion.objects.filter(user_id=user_id)),
+    )
