@@ -45,7 +45,7 @@ POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions
 	tests/web/test_data.py tests/e2e/test_deletion_worker.py tests/e2e/test_feed_check_worker.py
 
 # The suites that run a second time on SQLite under the home server's settings (make run's).
-HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/web
+HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/web tests/staff
 
 # What each other supported Python found here runs (scripts/test-pythons.sh): the API suites,
 # the home server's start, and the migrations.

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import apps, feeds, home  # noqa: E402
+from bench import apps, feeds, home, pages  # noqa: E402
 from tests import servers  # noqa: E402
 
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
@@ -293,31 +293,42 @@ def main() -> None:
         # with fsync off and with its defaults; BENCH_ONLY=catalogue: only the episode
         # catalogue's pages, export and feed-check store (bench_catalogue); BENCH_ONLY=feeds:
         # only what reading each hostile feed shape costs a check (bench/feeds.py);
-        # BENCH_ONLY=home: only the home server's start, sync load and memory (bench/home.py).
+        # BENCH_ONLY=home: only the home server's start, sync load and memory (bench/home.py);
+        # BENCH_ONLY=pages: only every page at two sizes of an account (bench/pages.py).
         only = os.environ.get("BENCH_ONLY")
         served_alone = {
             "web": bench_web,
             "nextcloud": bench_nextcloud,
             "sync": bench_sync,
             "catalogue": bench_catalogue,
+            "pages": bench_pages,
         }
         if only in served_alone:
             app = Gunicorn("config.wsgi", env, logs / "app.log")
             with running(app):
                 app.start()
                 served_alone[only](app)
-        elif only not in ("queries", "apps", "feeds", "home"):
+        elif only not in ("queries", "apps", "feeds", "home", "pages"):
             app = Gunicorn("config.wsgi", env, logs / "app.log")
             floor = Gunicorn("bench.floor:application", env, logs / "floor.log")
             with running(app, floor):
                 app.start()
                 floor.start()
                 bench_http(app, floor, env, logs)
-        if only not in ("queries", "web", "nextcloud", "sync", "catalogue", "feeds", "home"):
+        if only not in (
+            "queries",
+            "web",
+            "nextcloud",
+            "sync",
+            "catalogue",
+            "feeds",
+            "home",
+            "pages",
+        ):
             bench_apps(pg, redis_server, logs)
-        if only not in ("web", "sync", "apps", "catalogue", "feeds", "home"):
+        if only not in ("web", "sync", "apps", "catalogue", "feeds", "home", "pages"):
             bench_nextcloud_queries()
-        if only not in ("web", "nextcloud", "sync", "apps", "catalogue", "feeds", "home"):
+        if only not in ("web", "nextcloud", "sync", "apps", "catalogue", "feeds", "home", "pages"):
             bench_queries()
             bench_calls()
         if only in (None, "feeds"):
@@ -529,6 +540,7 @@ def bench_http(app: Gunicorn, floor: Gunicorn, env: dict[str, str], logs: Path) 
     bench_episodes(app)
     bench_nextcloud(app)
     bench_web(app)
+    bench_pages(app)
     bench_catalogue(app)
     bench_sync(app)
 
@@ -646,6 +658,18 @@ CATALOGUE_EPISODES = 500  # in each feed's catalogue
 CATALOGUE_ACTIONS = 100_000  # CATALOGUE_ACTIONS // CATALOGUE_PODCASTS: every episode once
 # The export is read for this long at most (a slow one is reported as such, and cancelled).
 EXPORT_SECONDS = float(os.environ.get("BENCH_EXPORT_SECONDS", "60"))
+
+
+def bench_pages(app: Gunicorn) -> None:
+    pages.bench_pages(
+        app.port,
+        row,
+        insert_history=insert_history,
+        cookie_for=signed_in_cookie,
+        timed=timed_pages,
+        percentile=percentile,
+        seconds=max(3, SECONDS // 2),
+    )
 
 
 def signed_in_cookie(user: Any) -> str:
@@ -1537,6 +1561,7 @@ def bench_sync(app: Gunicorn) -> None:
         f"{ratio:.2f}",
         "<= 3",
     )
+    bench_sync_events(app, users, gpodder, nextcloud)
     conn.close()
     client.conn.close()
 
@@ -1551,6 +1576,84 @@ def bench_sync(app: Gunicorn) -> None:
         ">= 1.6",
     )
     bench_big_download(app)
+
+
+def bench_sync_events(
+    app: Gunicorn, users: list[Any], gpodder: list[apps.App], nextcloud: list[NextcloudApp]
+) -> None:
+    """The device sync events' write (gpodder.diagnostics), one statement a sync request: the
+    same requests of the same users against the service as it runs and against a second one with
+    DEVICE_SYNC_EVENTS=false on the same database, one after the other (which goes first
+    alternates), warm-up left out; the ratio of the two p50s."""
+    print("  The device sync events' write, with it and without it (DEVICE_SYNC_EVENTS=false):")
+    log = app.log.with_name("app-without-sync-events.log")
+    without = Gunicorn("config.wsgi", {**app.env, "DEVICE_SYNC_EVENTS": "false"}, log)
+    with running(without):
+        without.start()
+        url = f"http://127.0.0.1:{without.port}"
+        conn = http.client.HTTPConnection("127.0.0.1", without.port, timeout=60)
+        plain = [apps.App(url, user.username, PASSWORD, "phone", conn=conn) for user in users]
+        plain_nextcloud = [NextcloudApp(url, user.username, conn) for user in users]
+        pairs = (*zip(plain, gpodder, strict=True), *zip(plain_nextcloud, nextcloud, strict=True))
+        for one, kept in pairs:
+            one.subscriptions_since = kept.subscriptions_since
+            one.actions_since = kept.actions_since
+        for one in plain:
+            one.login()
+
+        def paired(
+            label: str, noted: list[Any], not_noted: list[Any], request: Callable[[Any], float]
+        ) -> None:
+            took: dict[bool, list[float]] = {True: [], False: []}
+            for n in range(3 * len(noted)):
+                for on in (True, False) if n % 2 else (False, True):
+                    request_took = request((noted if on else not_noted)[n % len(noted)])
+                    if n >= len(noted):
+                        took[on].append(request_took)
+            bad = Counter(
+                status
+                for one in (*noted, *not_noted)
+                for phase in one.phases.values()
+                for status in phase.statuses.elements()
+                if status != 200
+            )
+            if bad:
+                raise RuntimeError(f"sync requests answered {dict(bad)}")
+            yes, no = (percentile(took[on], 0.5) * 1000 for on in (True, False))
+            row(
+                f"sync: {label}, with the sync event's write vs without",
+                f"{yes / no:.2f} (p50 {yes:.2f} and {no:.2f} ms)",
+            )
+
+        paired(
+            "gpodder pull of subscriptions (nothing new), cookie",
+            gpodder,
+            plain,
+            apps.App.pull_subscriptions,
+        )
+        paired("gpodder pull of episode actions, cookie", gpodder, plain, apps.App.pull_actions)
+        paired("gpodder upload of one play, cookie", gpodder, plain, apps.App.upload_play)
+        paired("gpodder incremental round (3 requests), cookie", gpodder, plain, apps.App.round)
+        paired(
+            "nextcloud pull of subscriptions (nothing new)",
+            nextcloud,
+            plain_nextcloud,
+            NextcloudApp.pull_subscriptions,
+        )
+        paired(
+            "nextcloud pull of episode actions",
+            nextcloud,
+            plain_nextcloud,
+            NextcloudApp.pull_actions,
+        )
+        paired("nextcloud upload of one play", nextcloud, plain_nextcloud, NextcloudApp.upload_play)
+        paired(
+            "nextcloud incremental round (3 requests)",
+            nextcloud,
+            plain_nextcloud,
+            NextcloudApp.round,
+        )
+        conn.close()
 
 
 def problems(summary: apps.Summary) -> str:
@@ -1847,7 +1950,13 @@ def gpodder_query_counter() -> tuple[str, Callable[..., int]]:
             response = getattr(client, method)(
                 path, data=json.dumps(body) if body else None, content_type="application/json"
             )
-        assert response.status_code == 200, (path, response.status_code, response.content[:300])
+            if response.streaming:  # what it reads, and notes, while the answer is written
+                b"".join(response.streaming_content)
+        assert response.status_code == 200, (
+            path,
+            response.status_code,
+            getattr(response, "content", b"")[:300],
+        )
         return len(captured.captured_queries)
 
     return user.username, queries
@@ -1913,10 +2022,11 @@ def bench_episodes_queries() -> None:
     verdict = "constant" if few == many else "GROWS"
     row("queries: episode upload", f"{few} at 1 action, {many} at 1,000: {verdict}", "constant")
     download_page = queries("get", f"{path}?since=0")
-    verdict = "constant" if download_one == download_page else "GROWS"
+    # 1,002 actions: a long answer, written as its two chunks are read (episodes.selectors).
+    verdict = "constant" if download_one == download_page - 1 else "GROWS"
     row(
         "queries: episode download since=0",
-        f"{download_one} at 1 action, {download_page} at a page of 1,000: {verdict}",
+        f"{download_one} at 1 action, {download_page} at 1,002 (one chunk more): {verdict}",
         "constant",
     )
 

@@ -38,9 +38,9 @@ class PasswordChange(PasswordChangeForm):
 
 class PodcastSearchForm(forms.Form):
     STATUSES = [
-        ("", "Subscribed and unsubscribed"),
         ("subscribed", "Subscribed"),
         ("unsubscribed", "Unsubscribed"),
+        ("not-deleted", "Subscribed and unsubscribed"),
         ("deleted", "Deleted"),
         ("all", "All, deleted included"),
     ]
@@ -50,6 +50,33 @@ class PodcastSearchForm(forms.Form):
 
     def clean_q(self) -> str:
         return _printable(self.cleaned_data["q"], "The search")
+
+    def clean_status(self) -> str:
+        """The subscribed ones unless another is chosen: what a person follows now."""
+        return self.cleaned_data["status"] or "subscribed"
+
+
+class PodcastAddForm(forms.Form):
+    """A podcast's feed address as a person pastes it; web.services.podcast_add reads it and
+    words what is wrong with it."""
+
+    url = forms.CharField(
+        label="Add a podcast by its feed address",
+        strip=True,
+        help_text="The address of its RSS feed, for instance https://example.com/feed.xml.",
+        error_messages={"required": "Paste the address of the podcast's feed."},
+        widget=forms.TextInput(
+            attrs={
+                "inputmode": "url",
+                "autocomplete": "off",
+                "autocapitalize": "none",
+                "spellcheck": "false",
+                # One more than an address may have: a longer paste arrives too long and is
+                # named so, where the limit itself would cut it silently into another address.
+                "maxlength": settings.MAX_FEED_URL_LENGTH + 1,
+            }
+        ),
+    )
 
 
 class SubscriptionForm(forms.Form):
@@ -88,6 +115,27 @@ class AppPasswordForm(forms.Form):
         max_length=100,
         strip=True,
         help_text="For instance the app and the device it runs on: “AntennaPod on my phone”.",
+    )
+
+
+# The apps the connect page makes an app password for, by the name the password takes.
+CONNECT_APPS = {
+    "antennapod": "AntennaPod",
+    "gpodder": "gPodder",
+    "kasts": "Kasts",
+    "cardo": "Cardo",
+}
+
+
+class ConnectAppForm(forms.Form):
+    """The app a button of the connect page makes an app password for."""
+
+    app = forms.ChoiceField(
+        choices=list(CONNECT_APPS.items()),
+        error_messages={
+            "required": "Choose the app to make a password for.",
+            "invalid_choice": "Choose one of the apps on this page.",
+        },
     )
 
 

@@ -12,6 +12,7 @@ from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Lower, NullIf
 
+from accounts.models import AppPassword
 from api.fields import format_timestamp
 from core import clock
 from core.exceptions import NotFound
@@ -21,13 +22,21 @@ from episodes.models import EpisodeAction
 from feedchecks.catalogue import episode_match_sql, episode_title_sql, episodes_by_id
 from feedchecks.models import FeedEpisode
 from feedchecks.selectors import (
+    feed_health,
     subscriptions_with_feed_details,
+    subscriptions_with_feed_health,
     subscriptions_with_feed_title,
 )
-from gpodder.models import Device, DeviceFeed
+from gpodder.models import Device, DeviceFeed, DeviceSyncEvent
+from gpodder.selectors import SyncDiagnostics, device_sync_diagnostics, devices_with_last_app
+from nextcloud.services import device_id_for
 from subscriptions import opml
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
-from subscriptions.selectors import subscription_current, subscriptions_titled
+from subscriptions.selectors import (
+    subscription_current,
+    subscription_feed_digests,
+    subscriptions_titled,
+)
 
 PODCASTS_PER_PAGE = 50
 DEVICES_PER_PAGE = 50
@@ -39,6 +48,9 @@ PODCAST_EPISODES = 20
 # ... read from at most this many of the latest actions on them.
 PODCAST_EPISODE_ACTIONS = 500
 EXPORT_CHUNK = 2000
+# A confirmation counts what goes or stays up to this many, and then says "more than": the
+# count of a device's or a podcast's 100,000 actions would cost the page a scan of them all.
+COUNTED_AT_MOST = 10_000
 _ACTIONS = EpisodeAction._meta.db_table
 
 
@@ -66,16 +78,16 @@ def _shown(subscriptions: QuerySet[Subscription]) -> QuerySet[Subscription]:
 
 def podcasts_page(*, user: Any, query: str, status: str, page: Any) -> Page[Subscription]:
     """One page of the user's subscriptions, by title (else feed URL): `query` finds it in
-    either; `status` is subscribed, unsubscribed, deleted, all, or "" for all but deleted."""
+    either; `status` is unsubscribed, not-deleted, deleted, all, else subscribed."""
     subscriptions = Subscription.objects.filter(user=user)
-    if status == "subscribed":
-        subscriptions = subscriptions.filter(is_subscribed=True, deleted__isnull=True)
-    elif status == "unsubscribed":
+    if status == "unsubscribed":
         subscriptions = subscriptions.filter(is_subscribed=False, deleted__isnull=True)
+    elif status == "not-deleted":
+        subscriptions = subscriptions.filter(deleted__isnull=True)
     elif status == "deleted":
         subscriptions = subscriptions.filter(deleted__isnull=False)
     elif status != "all":
-        subscriptions = subscriptions.filter(deleted__isnull=True)
+        subscriptions = subscriptions.filter(is_subscribed=True, deleted__isnull=True)
     titled = subscriptions_with_feed_title(subscriptions)
     if query:
         titled = titled.filter(Q(feed_url__icontains=query) | Q(feed_title__icontains=query))
@@ -85,9 +97,52 @@ def podcasts_page(*, user: Any, query: str, status: str, page: Any) -> Page[Subs
     ordered = titled.order_by(by_title, "id").values_list("pk", flat=True)
     found: Any = Paginator(ordered, PODCASTS_PER_PAGE).get_page(page)
     ids = list(found.object_list)
-    shown = {sub.pk: sub for sub in _shown(Subscription.objects.filter(pk__in=ids))}
+    shown = {
+        sub.pk: sub for sub in _with_feed_health(_shown(Subscription.objects.filter(pk__in=ids)))
+    }
     found.object_list = [shown[pk] for pk in ids if pk in shown]
     return found
+
+
+def _with_feed_health(subscriptions: QuerySet[Subscription]) -> list[Subscription]:
+    """`subscriptions`, each with `feed_health`, whether its feed can be fetched (docs/web.md,
+    "When a feed can't be fetched"), read in the same query."""
+    found = list(subscriptions_with_feed_health(subscriptions))
+    for sub in found:
+        sub.feed_health = feed_health(sub)  # type: ignore[attr-defined]
+    return found
+
+
+def podcasts_exist(*, user: Any) -> bool:
+    """Whether the user has any subscription at all, deleted ones included."""
+    return Subscription.objects.filter(user=user).exists()
+
+
+@dataclass
+class PodcastToDelete:
+    """What deleting a subscription takes with it: its episode actions, by any URL it has had."""
+
+    subscription: Subscription
+    actions: int
+
+
+def podcast_to_delete(*, user: Any, guid: uuid.UUID) -> PodcastToDelete:
+    """The user's subscription that has or had `guid`, with its title and pending deletion,
+    and how many episode actions its deletion would delete (as
+    episodes.services.actions_delete_of_subscriptions counts them), in two queries. Another
+    user's is not found."""
+    sub = _shown(Subscription.objects.filter(user=user, guid_history__guid=guid)).first()
+    if sub is None:
+        raise NotFound()
+    digests = subscription_feed_digests(subscription_ids=[sub.pk])
+    actions = _counted(EpisodeAction.objects.filter(user=user, podcast_key__in=digests))
+    return PodcastToDelete(subscription=sub, actions=actions)
+
+
+def _counted(rows: QuerySet[Any]) -> int:
+    """How many `rows` there are, up to COUNTED_AT_MOST + 1 (the counted filter shows that
+    as "more than COUNTED_AT_MOST"), reading no more of them."""
+    return rows.values("pk")[: COUNTED_AT_MOST + 1].count()
 
 
 @dataclass
@@ -111,9 +166,11 @@ class EpisodePlayed:
 def podcast_detail(*, user: Any, guid: uuid.UUID) -> PodcastDetail:
     """The user's subscription that has or had `guid`, with its histories, its latest
     deletions and the latest episode actions on it. Another user's is not found."""
-    sub = _shown(Subscription.objects.filter(user=user, guid_history__guid=guid)).first()
-    if sub is None:
+    mine = _shown(Subscription.objects.filter(user=user, guid_history__guid=guid))
+    found = _with_feed_health(mine.order_by("pk")[:1])
+    if not found:
         raise NotFound()
+    sub = found[0]
     feeds = list(SubscriptionFeed.objects.filter(subscription=sub).order_by("assigned", "id"))
     keys = [feed.key_digest for feed in feeds]
     on_podcast = EpisodeAction.objects.filter(user=user, podcast_key__in=keys).select_related(
@@ -165,9 +222,10 @@ def _episodes_played(
 
 
 def devices_page(*, user: Any, page: Any) -> Page[Device]:
-    """One page of the user's devices, the one that synced last first."""
+    """One page of the user's devices, the one that synced last first, each with the app of its
+    latest sync (gpodder.selectors.devices_with_last_app)."""
     devices = Device.objects.filter(user=user).order_by("-last_used", "device_id")
-    return Paginator(devices, DEVICES_PER_PAGE).get_page(page)
+    return Paginator(devices_with_last_app(devices), DEVICES_PER_PAGE).get_page(page)
 
 
 def device_of(*, user: Any, device_id: str) -> Device:
@@ -175,6 +233,55 @@ def device_of(*, user: Any, device_id: str) -> Device:
     if device is None:
         raise NotFound()
     return device
+
+
+@dataclass
+class DeviceDetail:
+    device: Device
+    sync: SyncDiagnostics
+
+
+def device_detail(*, user: Any, device_id: str) -> DeviceDetail:
+    """The user's device with what its last syncs did (docs/web.md, "Devices"), in two
+    queries. Another user's is not found."""
+    device = device_of(user=user, device_id=device_id)
+    return DeviceDetail(device=device, sync=device_sync_diagnostics(device=device))
+
+
+@dataclass
+class DeviceToRemove:
+    """What removing a device takes with it, and what stays."""
+
+    device: Device
+    spellings: int  # the feed URL spellings it sent, which go with it
+    actions: int  # its episode actions, which stay, on a removed device
+
+
+def device_to_remove(*, user: Any, device_id: str) -> DeviceToRemove:
+    device = device_of(user=user, device_id=device_id)
+    return DeviceToRemove(
+        device=device,
+        spellings=DeviceFeed.objects.filter(device=device).count(),
+        actions=_counted(EpisodeAction.objects.filter(user=user, device=device)),
+    )
+
+
+@dataclass
+class AppPasswordToRevoke:
+    """An app password, and the device its app syncs as on the Nextcloud paths, if any."""
+
+    app_password: AppPassword
+    device: Device | None
+
+
+def app_password_to_revoke(*, user: Any, app_password_id: int) -> AppPasswordToRevoke:
+    """The user's app password, with the device named after it (nextcloud.services), in two
+    queries. Another user's is not found."""
+    found = AppPassword.objects.filter(user=user, pk=app_password_id).first()
+    if found is None:
+        raise NotFound()
+    device = Device.objects.filter(user=user, device_id=device_id_for(found.name)).first()
+    return AppPasswordToRevoke(app_password=found, device=device)
 
 
 @dataclass
@@ -281,6 +388,9 @@ def everything(*, user: Any) -> Iterator[bytes]:
     spellings: dict[int, list[dict[str, Any]]] = {}
     for feed in DeviceFeed.objects.filter(device__user=user).order_by("device_id", "id"):
         spellings.setdefault(feed.device_id, []).append({"url": feed.url, "sent": _when(feed.sent)})
+    events: dict[int, list[dict[str, Any]]] = {}
+    for event in DeviceSyncEvent.objects.filter(device__user=user).order_by("device_id", "-seq"):
+        events.setdefault(event.device_id, []).append(_sync_event(event))
     for index, device in enumerate(devices):
         yield (b"," if index else b"") + _json(
             {
@@ -290,6 +400,7 @@ def everything(*, user: Any) -> Iterator[bytes]:
                 "created": _when(device.created),
                 "last_used": _when(device.last_used),
                 "feed_url_spellings": spellings.get(device.pk, []),
+                "sync_events": events.get(device.pk, []),
             }
         )
     yield b'],"episode_actions":['
@@ -328,6 +439,21 @@ def everything(*, user: Any) -> Iterator[bytes]:
         yield (b"" if first else b",") + _json(item)
         first = False
     yield b"]}"
+
+
+def _sync_event(event: DeviceSyncEvent) -> dict[str, Any]:
+    """A device's sync event in the export, the newest first (docs/web.md, "Your data")."""
+    return {
+        "at": _when(event.at),
+        "kind": event.kind,
+        "data": event.data,
+        "protocol": event.protocol,
+        "user_agent": event.agent,
+        "count": event.count,
+        "refused": event.refused,
+        "reason": event.reason,
+        "detail": event.detail,
+    }
 
 
 def _export_actions(user: Any) -> Iterator[tuple[Any, ...]]:

@@ -2,7 +2,7 @@
 
 from django.urls import path, re_path
 
-from web.views import account, data, devices, podcasts, signing
+from web.views import account, connect, data, devices, feeds, podcasts, signing
 
 app_name = "web"
 DEVICE_ID = r"[A-Za-z0-9_.\-]{1,64}"
@@ -16,9 +16,11 @@ urlpatterns = [
     # view, which answers 404 to one that is not a flow's.
     path("login/flow/<str:token>/", signing.login_flow, name="login-flow"),
     path("podcasts/", podcasts.podcasts, name="podcasts"),
+    path("podcasts/add/", podcasts.podcast_add, name="podcast-add"),
     path("podcasts/<uuid:guid>/", podcasts.podcast, name="podcast"),
     path("podcasts/<uuid:guid>/subscription/", podcasts.podcast_subscription, name="subscription"),
     path("podcasts/<uuid:guid>/delete/", podcasts.podcast_delete, name="podcast-delete"),
+    path("podcasts/<uuid:guid>/check/", feeds.podcast_check, name="podcast-check"),
     path("deletions/<int:deletion_id>/", podcasts.deletion, name="deletion"),
     path("devices/", devices.devices, name="devices"),
     # A device id as the gpodder API allows them: any other is a 404, never a query.
@@ -43,4 +45,5 @@ urlpatterns = [
     ),
     path("account/delete/", account.account_delete, name="account-delete"),
     path("account/deleted/<uuid:key>/", account.account_deletion, name="account-deletion"),
+    path("connect/", connect.connect, name="connect"),
 ]

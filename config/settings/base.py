@@ -70,8 +70,15 @@ ALLOWED_HOSTS = env.list(
 if PUBLIC_URL and "ALLOWED_HOSTS" not in env:
     ALLOWED_HOSTS.append(_public.hostname or "")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[PUBLIC_URL] if PUBLIC_URL else [])
+# The name the pages and the admin go by (their header and titles).
+SITE_NAME = env.str("SITE_NAME", default="Podcast sync").strip()
+if not SITE_NAME:  # an empty header and titles would name nothing
+    raise ValueError("SITE_NAME must not be empty: unset it for the default, Podcast sync")
 
 INSTALLED_APPS = [
+    # Before the admin: its templates (admin/base_site.html, admin/index.html) are the ones
+    # the admin renders.
+    "staff",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -137,6 +144,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "web.context.section",
+                "web.context.site_name",
             ],
         },
     },
@@ -285,6 +293,9 @@ REST_FRAMEWORK = {
         # Nextcloud logins started (POST /login/v2) per client address: each is a row for 20
         # minutes; a phone retrying a few times stays far below it, even behind a shared address.
         "login_flow": env.str("THROTTLE_LOGIN_FLOW_RATE", default="30/hour"),
+        # Feed checks a person asks for on a podcast's page, per account: each fetches a server
+        # that is not ours, whenever it was fetched last (feedchecks.throttles).
+        "feed_check": env.str("THROTTLE_FEED_CHECK_RATE", default="10/hour"),
     },
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -320,6 +331,9 @@ MAX_APP_PASSWORDS = env.int("MAX_APP_PASSWORDS", default=50)
 # reinstall often a new one, so a person gathers some in a few years; 100 leaves room for that
 # and bounds the device lists, which the gpodder API answers whole.
 MAX_DEVICES = env.int("MAX_DEVICES", default=100)
+# Each device's last sync requests, for its page (docs/web.md, "Devices"): one write per sync
+# request. False writes none, and the pages have nothing to show (bench/README.md measures both).
+DEVICE_SYNC_EVENTS = env.bool("DEVICE_SYNC_EVENTS", default=True)
 # How long a web process may remember that a token's user is active before reading it again
 # (accounts.authentication.active_users); a change of password or a deactivation is announced to
 # every process through Redis at once (accounts.invalidation). 0 reads it on every request.
@@ -370,6 +384,9 @@ FEED_CHECKS_ENABLED = env.bool("FEED_CHECKS_ENABLED", default=True)
 FEED_CHECK_THREADS = env.int("FEED_CHECK_THREADS", default=2)
 # A feed URL is fetched at most once per this many seconds, whoever subscribes to it.
 FEED_CHECK_INTERVAL = env.int("FEED_CHECK_INTERVAL", default=24 * 3600)
+# How often the sweep looks for feeds whose fetch failed FEED_CHECK_INTERVAL ago or more, to
+# check them again (Celery beat, or the home server's schedule).
+FEED_RETRY_SWEEP_INTERVAL = env.float("FEED_RETRY_SWEEP_INTERVAL", default=3600.0)
 # Networks the fetcher may reach although they are not public, e.g. 127.0.0.0/8 in tests.
 FEED_FETCH_ALLOWED_NETWORKS = env.list("FEED_FETCH_ALLOWED_NETWORKS", default=[])
 for _network in FEED_FETCH_ALLOWED_NETWORKS:  # a mistyped CIDR fails at start, not in each task
@@ -418,6 +435,10 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-deletions": {
         "task": "deletions.tasks.sweep_deletions",
         "schedule": DELETION_SWEEP_INTERVAL,
+    },
+    "retry-failed-feeds": {
+        "task": "feedchecks.tasks.retry_failed_feeds",
+        "schedule": FEED_RETRY_SWEEP_INTERVAL,
     },
 }
 CELERY_TASK_SERIALIZER = "json"

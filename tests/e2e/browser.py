@@ -6,6 +6,7 @@ when they are missing the tests fail, they are not skipped. Screenshots go under
 (default `test-output/`, git-ignored), in `e2e/`.
 """
 
+import base64
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,8 @@ OUTPUT_DIR = Path(
 )
 # axe-core's impact levels that fail a page.
 FAILING_IMPACTS = {"serious", "critical"}
+# Narrower than this, a width is a phone's: Chromium lays the page out as a phone's browser does.
+PHONE_BELOW = 600
 
 
 @pytest.fixture
@@ -80,6 +83,54 @@ def screenshot(driver: WebDriver, name: str) -> Path:
     assert driver.save_screenshot(str(path))
     assert path.stat().st_size > 1000
     return path
+
+
+def whole_page_screenshot(driver: WebDriver, name: str) -> Path:
+    """Save the whole page, not only what the window shows (a phone's page is long), as
+    `e2e/<name>.png`, and check it is a real picture."""
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}
+    )
+    path = OUTPUT_DIR / "e2e" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+    assert path.stat().st_size > 1000
+    return path
+
+
+def at_width(
+    driver: WebDriver, width: int | None, height: int | None = None, *, scale: int = 1
+) -> None:
+    """Show pages `width` CSS pixels wide: below PHONE_BELOW as a phone does (844 px high unless
+    told), otherwise as a laptop's window (900 px high). `scale` device pixels to a CSS pixel
+    sharpen the screenshots. None: the browser's own window again."""
+    if width is None:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        return
+    phone = width < PHONE_BELOW
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {
+            "width": width,
+            "height": height or (844 if phone else 900),
+            "deviceScaleFactor": scale,
+            "mobile": phone,
+        },
+    )
+
+
+def sideways_scroll(driver: WebDriver) -> int:
+    """How many CSS pixels the page scrolls sideways: above 0, it is wider than the window.
+
+    Against the document's clientWidth, not window.innerWidth: as a phone does, Chromium zooms
+    out of a page wider than the screen and innerWidth grows with it, and on a laptop innerWidth
+    counts the vertical scroll bar, which hides up to its width of overflow.
+    """
+    return int(
+        driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+    )
 
 
 def accessibility_violations(driver: WebDriver) -> list[str]:

@@ -21,7 +21,13 @@ from deletions.models import Deletion
 from episodes import services
 from episodes.actions import actions_parsed
 from feedchecks.services import feed_check_run
-from tests.e2e.browser import OUTPUT_DIR, accessibility_violations, screenshot
+from tests.e2e.browser import (
+    OUTPUT_DIR,
+    accessibility_violations,
+    at_width,
+    screenshot,
+    sideways_scroll,
+)
 from tests.factories import UserFactory
 from tests.helpers import subscribe
 
@@ -136,25 +142,24 @@ def test_staff_search_episode_actions_by_podcast_url_and_open_one(
     assert not browser.find_elements(By.NAME, "_save")
 
 
-def at_width(browser: WebDriver, width: int | None) -> None:
-    """The page as a phone of `width` CSS pixels shows it; None: the desktop window again."""
-    if width is None:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-        return
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": True},
-    )
-
-
 def checked(browser: WebDriver, name: str) -> None:
     """No serious accessibility violation, and nothing wider than the window."""
     violations = accessibility_violations(browser)
     assert not violations, f"{name}: {violations}"
-    overflow = browser.execute_script(
-        "return document.documentElement.scrollWidth - window.innerWidth"
-    )
+    overflow = sideways_scroll(browser)
     assert overflow <= 0, f"{name} is {overflow}px wider than the window"
+
+
+def checked_at_phone_widths(browser: WebDriver, name: str, shots: str) -> None:
+    """The page checked at 390 and 320 px, its screenshot at 390 px as `<shots>-390.png`; then
+    the desktop window again."""
+    for width in (390, 320):
+        at_width(browser, width)
+        browser.refresh()
+        checked(browser, f"{name} at {width} px")
+        if width == 390:
+            screenshot(browser, f"{shots}-390")
+    at_width(browser, None)
 
 
 def test_staff_open_the_overview_and_an_accounts_page(
@@ -202,13 +207,7 @@ def test_staff_open_the_overview_and_an_accounts_page(
     screenshot(browser, "admin-overview-desktop")
     browser.execute_script("document.getElementById('feeds-heading').scrollIntoView()")
     screenshot(browser, "admin-overview-desktop-feeds")
-    for width in (390, 320):
-        at_width(browser, width)
-        browser.refresh()
-        checked(browser, f"the overview at {width} px")
-        if width == 390:
-            screenshot(browser, "admin-overview-390")
-    at_width(browser, None)
+    checked_at_phone_widths(browser, "the overview", "admin-overview")
 
     # The account's page, and its history through the link.
     browser.get(f"{live_server.url}/admin/auth/user/{alice.pk}/change/")
@@ -219,22 +218,11 @@ def test_staff_open_the_overview_and_an_accounts_page(
     assert "argon2" not in browser.find_element(By.ID, "content").text.lower()
     checked(browser, "the user page")
     screenshot(browser, "admin-user-desktop")
-    for width in (390, 320):
-        at_width(browser, width)
-        browser.refresh()
-        checked(browser, f"the user page at {width} px")
-        if width == 390:
-            screenshot(browser, "admin-user-390")
-    at_width(browser, None)
+    checked_at_phone_widths(browser, "the user page", "admin-user")
     browser.find_element(By.PARTIAL_LINK_TEXT, "History (episode actions)").click()
     wait.until(expected_conditions.url_contains(f"user__id__exact={alice.pk}"))
     rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
     assert len(rows) == 3
     checked(browser, "the episode actions")
     screenshot(browser, "admin-episode-actions-desktop")
-    for width in (390, 320):
-        at_width(browser, width)
-        browser.refresh()
-        checked(browser, f"the episode actions at {width} px")
-        if width == 390:
-            screenshot(browser, "admin-episode-actions-390")
+    checked_at_phone_widths(browser, "the episode actions", "admin-episode-actions")

@@ -23,7 +23,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from feedchecks import services as feedchecks
-from tests.e2e.browser import screenshot
+from tests.e2e.browser import at_width, screenshot, sideways_scroll
 from tests.e2e.test_web_browser import Visit
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
@@ -42,7 +42,6 @@ ESCAPED = (  # escaped twice in the feed: this is its text, which the pages must
 DAWN = "Owls at Dawn: a conversation about nocturnal birds and insomniacs who listen to them"
 QUIET = "Quiet episode nobody played"
 MEDIA = "https://media.owls.example/ep"
-PHONE_WIDTH = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 
 
 def png(width: int = 48, height: int = 48) -> bytes:
@@ -188,19 +187,17 @@ def scroll_to(browser: WebDriver, css: str) -> None:
 
 
 def assert_fits_a_phone(visit: Visit, name: str, part: str) -> None:
-    visit.browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE_WIDTH)
+    at_width(visit.browser, 390, scale=2)
     try:
         visit.browser.refresh()
-        overflow = visit.browser.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
+        overflow = sideways_scroll(visit.browser)
         assert overflow <= 0, f"{name} is {overflow}px wider than a phone"
         visit.check(f"{name} at 390 px")
         assert_nothing_injected(visit.browser)
         scroll_to(visit.browser, part)
         screenshot(visit.browser, f"{name}-390px")
     finally:
-        visit.browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        at_width(visit.browser, None)
 
 
 def test_plays_an_app_uploaded_are_shown_by_episode_title(

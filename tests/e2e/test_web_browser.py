@@ -25,7 +25,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 from deletions.models import AccountDeletion
 from feedchecks import services as feedchecks
 from subscriptions.models import Subscription
-from tests.e2e.browser import OUTPUT_DIR, accessibility_violations, screenshot
+from tests.e2e.browser import (
+    OUTPUT_DIR,
+    accessibility_violations,
+    at_width,
+    screenshot,
+    sideways_scroll,
+)
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
 from tests.helpers import wait_until
@@ -135,18 +141,13 @@ def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
     screenshot(browser, "web-03-podcasts-with-titles")
 
     # At a phone's width, nothing runs off the side.
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True},
-    )
+    at_width(browser, 390, scale=2)
     browser.get(f"{live_server.url}/podcasts/")
-    overflow = browser.execute_script(
-        "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-    )
+    overflow = sideways_scroll(browser)
     assert overflow <= 0, f"the page is {overflow}px wider than a phone"
     visit.check("/podcasts/ at 390 px")
     screenshot(browser, "web-04-podcasts-390px")
-    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    at_width(browser, None)
 
     # Unsubscribe from one.
     row = next(
@@ -211,6 +212,9 @@ def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
     # Delete one podcast: its deletion's page follows it to the end.
     story = Subscription.objects.get(user=person, feed_url=shows.url("/story.xml"))
     visit.open(f"/podcasts/{story.guid}/")
+    visit.click("a[href$='/delete/']")
+    visit.wait.until(expected_conditions.url_contains("/delete/"))
+    visit.check("/podcasts/…/delete/")
     visit.click("form[action$='/delete/'] button")
     visit.wait.until(expected_conditions.url_contains("/deletions/"))
     visit.wait.until(
@@ -226,17 +230,12 @@ def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
     ]
     for path in ("/history/", "/devices/laptop/", "/account/delete/"):
         visit.open(path)
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
-    )
+    at_width(browser, 390)
     for path in pages:
         browser.get(live_server.url + path)
-        overflow = browser.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
-        )
+        overflow = sideways_scroll(browser)
         assert overflow <= 0, f"{path} is {overflow}px wider than a phone"
-    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    at_width(browser, None)
     visit.open("/account/delete/")
 
     # Delete the account, after the password.

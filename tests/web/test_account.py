@@ -78,8 +78,10 @@ def test_revoking_ends_the_apps_tokens_and_sessions_at_once(page: Client, person
     (listed,) = re.findall(
         r"/account/app-passwords/(\d+)/revoke/", page.get("/account/").content.decode()
     )
-    response = page.post(f"/account/app-passwords/{listed}/revoke/")
+    # In use: it asks first (tests/web/test_device_diagnostics.py), then revokes.
+    response = page.post(f"/account/app-passwords/{listed}/revoke/", {"confirmed": "yes"})
     assert response["Location"] == "/account/"
+    assert "“Kasts” is revoked" in page.get("/account/").content.decode()
     assert "Kasts" not in page.get("/account/").content.decode()
 
     assert bearer.get("/v1/subscriptions").status_code == 401

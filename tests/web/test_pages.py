@@ -12,11 +12,13 @@ from deletions.models import Deletion
 from episodes.models import EpisodeAction
 from feedchecks.models import FeedCheck
 from gpodder.models import Device, DeviceFeed
+from gpodder.selectors import SyncDiagnostics
 from gpodder.services import device_touch, subscription_upload
 from subscriptions import feeds
 from subscriptions.models import Subscription
 from tests.helpers import subscribe
 from tests.web.conftest import upload_actions
+from web import selectors
 
 PAGES = ["/podcasts/", "/devices/", "/history/", "/data/", "/account/", "/account/delete/"]
 
@@ -84,7 +86,8 @@ def test_search_finds_by_title_or_url_and_filters_by_status(page: Client, person
 
     assert "a.example" in page.get("/podcasts/?q=café").content.decode()
     assert "b.example" not in page.get("/podcasts/?q=CAFÉ").content.decode()
-    assert "b.example" in page.get("/podcasts/?q=sport").content.decode()
+    assert "b.example" in page.get("/podcasts/?q=sport&status=not-deleted").content.decode()
+    assert "b.example" not in page.get("/podcasts/?q=sport").content.decode()  # subscribed only
     unsubscribed = page.get("/podcasts/?status=unsubscribed").content.decode()
     assert "b.example" in unsubscribed
     assert "a.example" not in unsubscribed
@@ -257,7 +260,10 @@ def test_devices_rename_and_remove_with_what_they_alone_held(page: Client, perso
     phone.refresh_from_db()
     assert phone.type == "mobile"
 
-    page.post("/devices/phone/remove/")
+    asked = page.post("/devices/phone/remove/")  # not from its confirmation: asks first
+    assert asked.status_code == 200
+    assert Device.objects.filter(pk=phone.pk).exists()
+    page.post("/devices/phone/remove/", {"confirmed": "yes"})
     assert not Device.objects.filter(pk=phone.pk).exists()
     assert not DeviceFeed.objects.filter(device_id=phone.pk).exists()
     # The subscription and the listening history stay.
@@ -311,7 +317,10 @@ def test_renaming_a_device_removed_meanwhile_at_the_limit_names_the_limit(
     gone = device_touch(user=person, device_id="gone")
     gone.delete()
     device_touch(user=person, device_id="phone")
-    monkeypatch.setattr("web.selectors.device_of", lambda **kwargs: gone)
+    monkeypatch.setattr(
+        "web.selectors.device_detail",
+        lambda **kwargs: selectors.DeviceDetail(device=gone, sync=SyncDiagnostics([])),
+    )
     response = page.post("/devices/gone/", {"caption": "Old phone", "type": "mobile"})
     assert response.status_code == 200
     assert "MAX_DEVICES" in response.content.decode()

@@ -1,4 +1,4 @@
-"""How the pages word episode actions and durations, and the server's version."""
+"""How the pages word episode actions, durations and apps, and the server's version."""
 
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -6,6 +6,8 @@ from urllib.parse import unquote, urlsplit
 from django import template
 
 from core import version
+from gpodder.diagnostics import Protocol, app_of
+from web.selectors import COUNTED_AT_MOST
 
 register = template.Library()
 
@@ -18,6 +20,15 @@ def duration(seconds: Any) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
+
+
+@register.filter
+def counted(number: int) -> str:
+    """A count read up to COUNTED_AT_MOST + 1 (web.selectors), in words: 12,345 is "more than
+    10,000"."""
+    if number > COUNTED_AT_MOST:
+        return f"more than {COUNTED_AT_MOST:,}"
+    return f"{number:,}"
 
 
 @register.filter
@@ -40,6 +51,18 @@ def action_summary(action: Any) -> str:
         return "Played"
     told = f"Played to {duration(action.position)}"
     return f"{told} of {duration(action.total)}" if action.total else told
+
+
+@register.filter
+def app_name(agent: str | None) -> str:
+    """The app a User-Agent names: "AntennaPod/3.5.0 ..." -> "AntennaPod 3.5.0"."""
+    return app_of(agent or "")
+
+
+@register.filter
+def protocol_name(protocol: str | None) -> str:
+    """A sync event's protocol in words: "gpodder.net API" or "Nextcloud API"."""
+    return str(Protocol(protocol).label) if protocol in Protocol.values else ""
 
 
 @register.simple_tag

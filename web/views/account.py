@@ -12,10 +12,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts import selectors as account_selectors
 from accounts import services as accounts
-from core.exceptions import InvalidInput
+from core.exceptions import InvalidInput, NotFound
 from deletions import selectors as deletion_selectors
 from deletions import services as deletions
-from web import forms
+from web import forms, selectors
 from web.views.common import (
     GET_POST,
     form_errors,
@@ -88,12 +88,37 @@ def app_password_create(request: HttpRequest) -> HttpResponse:
     return _account_page(request, app_form=form, status=400)
 
 
-@require_POST
+@GET_POST
 @person_required
+@never_cache
 def app_password_revoke(request: HttpRequest, app_password_id: int) -> HttpResponse:
-    or_404(lambda: accounts.app_password_revoke(user=request.user, app_password_id=app_password_id))
-    messages.success(request, "The app password is revoked: that app is signed out everywhere.")
+    """GET, or a POST not sent from it for an app password an app has used: what revoking it
+    does. A POST for one never used, or the confirmation's: revoke it."""
+    try:
+        found = selectors.app_password_to_revoke(user=request.user, app_password_id=app_password_id)
+    except NotFound:
+        return _app_password_gone(request)
+    confirmed = request.POST.get("confirmed") == "yes"
+    in_use = found.app_password.last_used is not None
+    if request.method == "GET" or (in_use and not confirmed):
+        return render(request, "web/app_password_revoke.html", {"found": found})
+    try:
+        accounts.app_password_revoke(user=request.user, app_password_id=app_password_id)
+    except NotFound:  # revoked meanwhile, in another tab
+        return _app_password_gone(request)
+    messages.success(
+        request,
+        f"The app password “{found.app_password.name}” is revoked: its app is signed out "
+        "everywhere.",
+    )
     return redirect("web:account")
+
+
+def _app_password_gone(request: HttpRequest) -> HttpResponse:
+    """Revoked already; or never this person's (the same answer)."""
+    message = "This app password is not among yours: it was revoked already."
+    context = {"title": "App password not found", "message": message, "back": "web:account"}
+    return render(request, "web/gone.html", context, status=404)
 
 
 @GET_POST

@@ -1,6 +1,7 @@
 """Signing in and out, registering, and an app's login flow's page (docs/web.md)."""
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -9,7 +10,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, get_script_prefix, resolve, reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import Throttled
@@ -18,7 +19,7 @@ from rest_framework.throttling import BaseThrottle
 from accounts import services as accounts
 from accounts.throttles import count_registration
 from core import clock
-from core.exceptions import InvalidInput
+from core.exceptions import InvalidInput, NotFound
 from nextcloud import flows
 from web import forms
 from web.views.common import (
@@ -37,11 +38,31 @@ def home(request: HttpRequest) -> HttpResponse:
     return redirect("web:podcasts" if signed_in(request) else "web:login")
 
 
+def _app_asking(next_page: str) -> str:
+    """The name of the app whose login flow's page `next_page` is, while the flow waits for its
+    person; "" for any other page, and for a flow unknown, expired or answered."""
+    path = urlsplit(next_page).path
+    prefix = get_script_prefix()
+    if path.startswith(prefix):
+        path = "/" + path[len(prefix) :]
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return ""
+    if match.view_name != "web:login-flow":
+        return ""
+    try:
+        return flows.login_flow_pending(login_token=match.kwargs["token"]).client_name
+    except NotFound:
+        return ""
+
+
 @GET_POST
 @never_cache
 def sign_in(request: HttpRequest) -> HttpResponse:
     """The account's own password signs in here, never an app password; failures count
-    against the same throttle as the APIs' logins."""
+    against the same throttle as the APIs' logins. On the way to an app's login flow, the page
+    names the app that asks."""
     if signed_in(request):
         return redirect(return_page(request, reverse("web:podcasts")))
     form = forms.SignInForm(request, data=request.POST if request.method == "POST" else None)
@@ -52,12 +73,14 @@ def sign_in(request: HttpRequest) -> HttpResponse:
             login(request, form.get_user())
             return redirect(return_page(request, reverse("web:podcasts")))
         status = 429 if checked == 429 else 200  # a wrong password is the form shown again
+    next_page = return_page(request, "")
     return render(
         request,
         "web/login.html",
         {
             "form": form,
-            "next": return_page(request, ""),
+            "next": next_page,
+            "app_asking": _app_asking(next_page) if next_page else "",
             "registration": settings.REGISTRATION_OPEN,
         },
         status=status,

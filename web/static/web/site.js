@@ -23,3 +23,37 @@
   }
   document.addEventListener("DOMContentLoaded", poll);
 })();
+
+// The connect page's Copy buttons: each copies the text of the element its data-copy names. Without
+// this script they stay hidden, and the text is there to select. A plain-HTTP home server is no
+// secure context, where the Clipboard API is missing: the selection is copied instead.
+(function () {
+  "use strict";
+  function copied(button, source) {
+    var status = document.getElementById("copied");
+    if (status) status.textContent = "Copied: " + source.textContent;
+    var label = button.firstChild;
+    label.textContent = "Copied";
+    window.setTimeout(function () { label.textContent = "Copy"; }, 2000);
+  }
+  function copy(button) {
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source) return;
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(source.textContent).then(function () { copied(button, source); });
+      return;
+    }
+    var range = document.createRange();
+    range.selectNodeContents(source);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    if (document.execCommand("copy")) copied(button, source);
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("button[data-copy]").forEach(function (button) {
+      button.hidden = false;
+      button.addEventListener("click", function () { copy(button); });
+    });
+  });
+})();

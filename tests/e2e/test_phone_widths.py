@@ -1,0 +1,483 @@
+"""Every page of the account holders' site at a small phone's width (320 px), a common phone's
+(390 px) and a laptop's (1366 px), in headless Chromium against a live server, with realistic
+data: a feed URL of 2,048 characters, long Unicode titles and names, many devices and
+podcasts, app passwords, a podcast with episodes, actions and a URL and guid history, the
+history, an OPML import with failures, deletions.
+
+On each page at each width: nothing scrolls sideways, no form control or button is cut off at
+the edge, the menu takes one or two lines, and axe-core finds no serious or critical violation.
+The phones' pages (and a few at 1366 px) are saved whole under TEST_OUTPUT_DIR/e2e/ as
+`phone-<page>-<width>.png`.
+
+PAGES below lists the pages: a page added to the site is one line there, and
+test_every_page_is_listed fails until it is.
+"""
+
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, get_resolver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from accounts import services as accounts
+from accounts.models import AppPassword
+from deletions import services as deletions
+from deletions.models import Deletion
+from episodes import services as episodes
+from episodes.actions import actions_parsed
+from feedchecks import services as feedchecks
+from gpodder import services as gpodder
+from nextcloud import flows
+from subscriptions import services as subscriptions
+from subscriptions.services import AddEntry, SubscriptionUpdate
+from tests.e2e.browser import accessibility_violations, at_width, whole_page_screenshot
+from tests.factories import UserFactory
+from tests.feedchecks.feedserver import FeedServer
+from tests.helpers import subscribe, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db", "plain_http_cookies")]
+
+PHONES = (320, 390)
+WIDTHS = (*PHONES, 1366)
+# The pages whose tables and menu are also saved at a laptop's width, to compare.
+LAPTOP_SCREENSHOTS = {"podcast", "devices", "account"}
+PASSWORD = "a long and unusual passphrase 77"
+# Long, as Django allows (letters of any script): the menu shows it beside "Sign out".
+USERNAME = "Zoë_Øvergaard-Sørensen.podcasts@field-notes"
+TITLE = (
+    "Ünïcödé Öffentlichkeit — Die Donaudampfschifffahrtsgesellschaftskapitänsmützenabzeichen "
+    "im Gespräch: 日本語のポッドキャスト・長いタイトルの例、Ελληνικά και Русский язык, "
+    "مرحبا بالعالم, and a plain English tail that goes on for a while"
+)
+EPISODE = "Ünïcödé Folge {n}: Über Schifffahrtsgesellschaftskapitänsmützen — ein Gespräch 🎧"
+# 2,048 characters, the longest feed URL the service keeps.
+LONG_URL = "https://feeds.example/" + "a-very-long-path-segment/" * 81
+LONG_URL += "x" * (2048 - len(LONG_URL))
+LONG_EPISODE_URL = "https://media.example/" + "e" * 1900 + ".mp3"
+DEVICES = 60
+MADE = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Site:
+    """What the pages show: made through the services, as apps and people make it."""
+
+    titled: uuid.UUID  # a podcast with a long Unicode title, episodes, actions, a URL history
+    long: uuid.UUID  # a podcast known by its 2,048-character URL
+    device: str
+    deletion: int
+    account_deletion: uuid.UUID
+    flow: str
+    app_password: int  # one an app has used
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the site: its name (of its screenshot), its path for the data made, whether
+    it is seen signed in, and what the person does there first (send a form, say)."""
+
+    name: str
+    path: Callable[[Site], str]
+    signed_in: bool = True
+    then: Callable[[WebDriver, Path], None] | None = None
+
+
+def import_with_failures(browser: WebDriver, tmp_path: Path) -> None:
+    """Import an OPML file of good feeds and bad ones: the page shows its summary."""
+    opml = tmp_path / "phone.opml"
+    bad = "ftp://" + "not-a-feed/" * 180
+    outlines = "".join(
+        f'<outline text="x" xmlUrl="{url}"/>'
+        for url in (
+            "https://imported.example/one.xml",
+            LONG_URL,
+            bad,
+            "mailto:nobody@example.com",
+            "",
+        )
+    )
+    opml.write_text(
+        f'<?xml version="1.0"?><opml version="2.0"><head/><body>{outlines}</body></opml>'
+    )
+    browser.find_element(By.NAME, "file").send_keys(str(opml))
+    browser.find_element(By.CSS_SELECTOR, "form[enctype] button[type=submit]").click()
+    browser.find_element(By.CSS_SELECTOR, ".summary")  # waits for the answer
+    for details in browser.find_elements(By.CSS_SELECTOR, ".summary details"):
+        browser.execute_script("arguments[0].open = true", details)
+
+
+def make_app_password(browser: WebDriver, tmp_path: Path) -> None:
+    """Make an app password (named anew each time): the page shows it once."""
+    name = f"Pocket Casts on Zoë's phone 📱 {next(MADE)} " + "ü" * 40
+    browser.find_element(By.NAME, "name").send_keys(name)
+    browser.find_element(
+        By.CSS_SELECTOR, "form[action$='/app-passwords/'] button[type=submit]"
+    ).click()
+    browser.find_element(By.CSS_SELECTOR, "code.password")
+
+
+# Every page of the site, signed out and in (docs/web.md). A page another part of the work adds
+# is one line here.
+PAGES = [
+    Page("login", lambda s: "/login/", signed_in=False),
+    Page("register", lambda s: "/register/", signed_in=False),
+    Page("login-flow-signed-out", lambda s: f"/login/flow/{s.flow}/", signed_in=False),
+    Page("account-deleted", lambda s: f"/account/deleted/{s.account_deletion}/", signed_in=False),
+    Page("not-found-signed-out", lambda s: "/no/such/page/", signed_in=False),
+    Page("podcasts", lambda s: "/podcasts/"),
+    Page("podcasts-page-2", lambda s: "/podcasts/?status=all&page=2"),
+    Page("podcast", lambda s: f"/podcasts/{s.titled}/"),
+    Page("podcast-long-url", lambda s: f"/podcasts/{s.long}/"),
+    Page("deletion", lambda s: f"/deletions/{s.deletion}/"),
+    Page("devices", lambda s: "/devices/"),
+    Page("devices-page-2", lambda s: "/devices/?page=2"),
+    Page("device", lambda s: f"/devices/{s.device}/"),
+    Page("history", lambda s: "/history/"),
+    Page("data", lambda s: "/data/"),
+    Page("data-imported", lambda s: "/data/", then=import_with_failures),
+    Page("account", lambda s: "/account/"),
+    Page("account-app-password-made", lambda s: "/account/", then=make_app_password),
+    Page("account-delete", lambda s: "/account/delete/"),
+    Page("login-flow", lambda s: f"/login/flow/{s.flow}/"),
+    Page("not-found", lambda s: f"/podcasts/{uuid.UUID(int=1)}/"),
+    Page("connect", lambda s: "/connect/"),
+    Page("podcast-add", lambda s: "/podcasts/add/"),
+    Page("podcast-delete", lambda s: f"/podcasts/{s.titled}/delete/"),
+    Page("device-remove", lambda s: f"/devices/{s.device}/remove/"),
+    Page("device-gone", lambda s: f"/devices/{'z' * 64}/remove/"),
+    Page("app-password-revoke", lambda s: f"/account/app-passwords/{s.app_password}/revoke/"),
+    Page("app-password-gone", lambda s: f"/account/app-passwords/{2**31 - 1}/revoke/"),
+]
+NOT_FOUND = {"not-found", "not-found-signed-out", "device-gone", "app-password-gone"}
+
+# The routes of web/urls.py that are no page of their own: forms post to them, or they download.
+NOT_PAGES = {
+    "home",  # sends the visitor on to /podcasts/ or /login/
+    "logout",
+    "subscription",
+    "import",
+    "export-opml",
+    "export-json",
+    "password",
+    "app-password-create",
+    "podcast-check",
+}
+# The pages of PAGES, by the route they open.
+LISTED = {
+    "login": "login",
+    "register": "register",
+    "login-flow": "login-flow",
+    "account-deletion": "account-deleted",
+    "podcasts": "podcasts",
+    "podcast": "podcast",
+    "deletion": "deletion",
+    "devices": "devices",
+    "device": "device",
+    "history": "history",
+    "data": "data",
+    "account": "account",
+    "account-delete": "account-delete",
+    "connect": "connect",
+    "podcast-add": "podcast-add",
+    "podcast-delete": "podcast-delete",
+    "device-remove": "device-remove",
+    "app-password-revoke": "app-password-revoke",
+}
+
+
+# What each page is measured by, in the browser: how much wider than the screen the document
+# is, the form controls and buttons that reach past either edge, and the lines the menu takes.
+# Against the screen's width, not window.innerWidth: as a phone does, Chromium zooms out of a
+# page wider than the screen, and innerWidth grows with it.
+MEASURE = """
+const width = arguments[0];
+const cut = [];
+for (const el of document.querySelectorAll(
+    "input:not([type=hidden]), select, textarea, button, a.button, summary")) {
+  const box = el.getBoundingClientRect();
+  if (box.width === 0 || box.height === 0) continue;
+  if (box.right > width + 0.5 || box.left < -0.5) {
+    cut.push(`${el.tagName.toLowerCase()} "${(el.innerText || el.name || "").trim().slice(0, 40)}"`
+             + ` from ${Math.round(box.left)} to ${Math.round(box.right)}`);
+  }
+}
+const tops = [];
+for (const el of document.querySelectorAll(".top .brand, .top nav li, .top .signout button")) {
+  const box = el.getBoundingClientRect();
+  const middle = (box.top + box.bottom) / 2;
+  if (!tops.some(t => Math.abs(t - middle) < 12)) tops.push(middle);
+}
+// What reaches past the right edge, innermost first: where to look when the page is too wide.
+const past = [...document.body.querySelectorAll("*")]
+  .filter(el => el.getBoundingClientRect().right > width + 0.5
+          && ![...el.children].some(c => c.getBoundingClientRect().right > width + 0.5))
+  .slice(0, 3)
+  .map(el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "")
+             + (typeof el.className === "string" && el.className.trim()
+                ? "." + el.className.trim().split(/ +/).join(".") : "")
+             + ` to ${Math.round(el.getBoundingClientRect().right)}`);
+return {wider: document.documentElement.scrollWidth - width, cut: cut, menuLines: tops.length,
+        past: past};
+"""
+
+
+def realistic_data(person: Any, feeds: FeedServer) -> Site:
+    """What a person who has used the service for a while has."""
+    # A podcast with a long Unicode title, read from its feed, with episodes in its catalogue;
+    # it moved once, so it has a URL history.
+    feeds.feed("/show.xml", feed(feeds, TITLE, 12))
+    titled = subscribe(person, feeds.url("/old-show.xml"))
+    titled = subscriptions.subscription_update(
+        user=person,
+        guid=titled.guid,
+        change=SubscriptionUpdate(new_feed_url=feeds.url("/show.xml")),
+    )
+    feedchecks.feed_check_run(url=feeds.url("/show.xml"), user_id=person.pk)
+    # One known by its 2,048-character URL, once at another URL and guid.
+    long = subscribe(person, "https://feeds.example/before-it-moved.xml")
+    long = subscriptions.subscription_update(
+        user=person,
+        guid=long.guid,
+        change=SubscriptionUpdate(new_feed_url=LONG_URL, new_guid=uuid.uuid4()),
+    )
+    # Enough podcasts for two pages of the list, one of them unsubscribed.
+    subscriptions.subscription_add_many(
+        user=person,
+        entries=[AddEntry(feed_url=f"https://podcasts.example/{n}/feed.xml") for n in range(55)],
+    )
+    subscriptions.subscription_unsubscribe_many(
+        user=person, urls=["https://podcasts.example/3/feed.xml"]
+    )
+    # A deletion that failed, of the long one.
+    deletion = Deletion.objects.create(
+        user=person,
+        subscription=long,
+        guid=long.guid,
+        status=Deletion.Status.FAILURE,
+        message="The deletion process encountered an error and was rolled back",
+        requested=long.subscription_changed,
+    )
+    # Many devices, some with long names and ids.
+    device_ids = [f"device-{n:02d}" for n in range(DEVICES - 2)]
+    long_device = "a" * 30 + "-" + "b" * 33
+    gpodder.devices_touch(user=person, device_ids=[*device_ids, long_device, "phone"])
+    gpodder.device_update(user=person, device_id="phone", caption="Zoë's phone", type="mobile")
+    gpodder.device_update(
+        user=person,
+        device_id=long_device,
+        caption="Wohnzimmer-Lautsprecheranlagensteuerungsgerät " + "🎧" * 20,
+        type="server",
+    )
+    for n in range(0, DEVICES - 2, 3):
+        gpodder.device_update(user=person, device_id=f"device-{n:02d}", caption=f"Gerät Nr. {n}")
+    # App passwords, one named at length.
+    for name in ("AntennaPod", "gPodder on the laptop", "Kasts " + "ä" * 90):
+        used, _ = accounts.app_password_create(user=person, name=name)
+    AppPassword.objects.filter(pk=used.pk).update(last_used=used.created)
+    # What the apps played: of the titled podcast's episodes, on several devices; of a podcast
+    # never subscribed to, known by its long URL; of a file the feed does not list.
+    show = feeds.url("/show.xml")
+    played = {"started": 0, "position": 600, "total": 1800}
+    upload = [
+        {
+            "podcast": show,
+            "episode": feeds.url(f"/ep{n}.mp3"),
+            "action": "play",
+            "device": device,
+            "timestamp": f"2024-05-0{1 + n % 9}T08:00:00",
+            **played,
+        }
+        for n in range(8)
+        for device in ("phone", long_device)
+    ]
+    upload += [
+        {"podcast": show, "episode": LONG_EPISODE_URL, "action": "download", "device": "phone"},
+        {
+            "podcast": LONG_URL,
+            "episode": LONG_EPISODE_URL,
+            "action": "play",
+            "device": long_device,
+            **played,
+        },
+    ]
+    episodes.actions_upload(user=person, actions=actions_parsed(upload, limit=100))
+    # Another account, deleted: its status page, named by its long Unicode username.
+    leaving: Any = UserFactory(username="Åsa-" + "ø" * 140)
+    gone = deletions.account_deletion_request(user=leaving)
+    # An app logging in with Nextcloud's login flow.
+    started = flows.login_flow_start(
+        client_name="AntennaPod/3.5.0 (Linux; Android 14; Pixel 8 Pro Build/AP2A.240805.005) "
+        "okhttp/4.12.0",
+        address="203.0.113.7",
+    )
+    return Site(
+        titled=titled.guid,
+        long=long.guid,
+        device=long_device,
+        deletion=deletion.pk,
+        account_deletion=gone.key,
+        flow=started.login_token,
+        app_password=used.pk,
+    )
+
+
+def feed(server: FeedServer, title: str, count: int) -> bytes:
+    items = "".join(
+        f"<item><title>{EPISODE.format(n=n)}</title><guid>ep-{n}</guid>"
+        f'<enclosure url="{server.url(f"/ep{n}.mp3")}" length="1" type="audio/mpeg"/>'
+        f"<link>https://show.example/episodes/{n}</link>"
+        f"<pubDate>Mon, {1 + n:02d} Apr 2024 12:00:00 GMT</pubDate>"
+        "<itunes:duration>1:02:03</itunes:duration></item>"
+        for n in range(count)
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">'
+        f"<channel><title>{title}</title><link>https://show.example/</link>{items}"
+        "</channel></rss>"
+    ).encode()
+
+
+@pytest.fixture
+def feeds(settings: Any) -> Iterator[FeedServer]:
+    server = FeedServer().start()
+    settings.FEED_FETCH_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def problems_of(
+    browser: WebDriver, name: str, *, width: int, signed_in: bool, not_found: bool
+) -> list[str]:
+    """What is wrong with the page the browser shows, one line each."""
+    found = []
+    title = browser.title
+    if not_found != ("not found" in title.lower()) or not browser.find_elements(By.ID, "main"):
+        found.append(f"{name}: the page is {title!r}")
+    measured = browser.execute_script(MEASURE, width)
+    if measured["wider"] > 0:
+        found.append(
+            f"{name}: scrolls sideways by {measured['wider']}px ({', '.join(measured['past'])})"
+        )
+    found += [f"{name}: cut off: {control}" for control in measured["cut"]]
+    if signed_in and measured["menuLines"] > 2:
+        found.append(f"{name}: the menu takes {measured['menuLines']} lines")
+    found += [f"{name}: {violation}" for violation in accessibility_violations(browser)]
+    found += [f"{name}: {lost}" for lost in table_semantics_lost(browser)]
+    return found
+
+
+def table_semantics_lost(browser: WebDriver) -> list[str]:
+    """What screen readers would no longer read as a table, laid out as a list or not: each
+    table, header and cell the page has is one in the accessibility tree."""
+    if not browser.find_elements(By.CSS_SELECTOR, "main table"):
+        return []
+    tree = browser.execute_cdp_cmd("Accessibility.getFullAXTree", {})["nodes"]
+    roles = [node["role"]["value"] for node in tree if not node.get("ignored") and "role" in node]
+    lost = []
+    for tag, kinds in (
+        ("table", {"table"}),
+        ("th", {"columnheader", "rowheader"}),
+        ("td", {"cell", "gridcell"}),
+    ):
+        elements = len(browser.find_elements(By.CSS_SELECTOR, f"main {tag}"))
+        read = sum(role in kinds for role in roles)
+        if read < elements:
+            lost.append(f"{elements} {tag} but {read} {' or '.join(sorted(kinds))}")
+    return lost
+
+
+def visit_all(
+    browser: WebDriver, base: str, site: Site, pages: list[Page], tmp_path: Path
+) -> list[str]:
+    found = []
+    for page in pages:
+        for width in WIDTHS:
+            at_width(browser, width)
+            browser.get(base + page.path(site))
+            if page.then is not None:
+                page.then(browser, tmp_path)
+            found += problems_of(
+                browser,
+                f"{page.name} at {width}px",
+                width=width,
+                signed_in=page.signed_in,
+                not_found=page.name in NOT_FOUND,
+            )
+            if width in PHONES or page.name in LAPTOP_SCREENSHOTS:
+                whole_page_screenshot(browser, f"phone-{page.name}-{width}")
+    at_width(browser, None)
+    return found
+
+
+def test_every_page_fits_a_phone_and_a_laptop(
+    live_server: Any, browser: WebDriver, feeds: FeedServer, settings: Any, tmp_path: Path
+) -> None:
+    settings.REGISTRATION_OPEN = True
+    person: Any = UserFactory(username=USERNAME, with_password=PASSWORD)
+    site = realistic_data(person, feeds)
+
+    found = visit_all(
+        browser, live_server.url, site, [p for p in PAGES if not p.signed_in], tmp_path
+    )
+    browser.get(f"{live_server.url}/login/")
+    browser.find_element(By.NAME, "username").send_keys(USERNAME)
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    wait_until(lambda: "/podcasts/" in browser.current_url, 20, "the signed-in page")
+    found += visit_all(browser, live_server.url, site, [p for p in PAGES if p.signed_in], tmp_path)
+
+    assert not found, "\n".join(found)
+
+
+# The admin's main pages, at a phone's width: Django's own responsive style sheets lay them
+# out, and they are held to the same checks.
+ADMIN_PAGES = [
+    ("admin-index", lambda person: "/admin/"),
+    ("admin-users", lambda person: "/admin/auth/user/"),
+    ("admin-user", lambda person: f"/admin/auth/user/{person.pk}/change/"),
+    ("admin-subscriptions", lambda person: "/admin/subscriptions/subscription/"),
+    ("admin-overview", lambda person: "/admin/overview/"),
+]
+
+
+def test_the_admins_main_pages_at_a_phones_width(live_server: Any, browser: WebDriver) -> None:
+    staff: Any = UserFactory(
+        username="staff", is_staff=True, is_superuser=True, with_password=PASSWORD
+    )
+    subscribe(staff, LONG_URL)
+    browser.get(f"{live_server.url}/admin/login/?next=/admin/")
+    browser.find_element(By.NAME, "username").send_keys("staff")
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    wait_until(lambda: bool(browser.find_elements(By.ID, "user-tools")), 20, "the admin")
+    found = []
+    for name, path in ADMIN_PAGES:
+        for width in PHONES:
+            at_width(browser, width)
+            browser.get(live_server.url + path(staff))
+            found += problems_of(
+                browser, f"{name} at {width}px", width=width, signed_in=False, not_found=False
+            )
+            whole_page_screenshot(browser, f"phone-{name}-{width}")
+    assert not found, "\n".join(found)
+
+
+def test_every_page_is_listed() -> None:
+    """A page added to web/urls.py is added to PAGES (or, if it is no page, to NOT_PAGES)."""
+    routes = {
+        pattern.name
+        for pattern in get_resolver("web.urls").url_patterns
+        if isinstance(pattern, URLPattern) and pattern.name
+    }
+    listed = {page.name for page in PAGES}
+    assert routes - NOT_PAGES - set(LISTED) == set(), "pages missing from PAGES"
+    assert {LISTED[route] for route in routes & set(LISTED)} <= listed
