@@ -53,7 +53,7 @@ PYTHONS_SLICE := tests/api tests/subscriptions tests/gpodder tests/episodes test
 	tests/home tests/accounts/test_migrations.py
 
 test: lint servers
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2  # two processes, each with a database of its own (pytest-django)
 	DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 $(BIN)/pytest --reuse-db $(POOLED_SLICE)
 	TEST_HOME_SERVER=1 $(BIN)/pytest -p no:cacheprovider -n 2 -m "not postgresql" $(HOME_SLICE)
 	./scripts/test-pythons.sh $(BIN)/python $(PYTHONS_SLICE)

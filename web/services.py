@@ -182,10 +182,8 @@ def _refusal(sent: str) -> str:
         url = f"http://{text[scheme.end() + 2 :]}"
     limit = feeds.MAX_FEED_URL_LENGTH
     if len(text) > limit:
-        return (
-            f"This address is {len(text):,} characters long: "
-            f"a feed's address has at most {limit:,}."
-        )
+        # Not its length: a browser stops a paste at the field's maxlength, one past the limit.
+        return f"This address is longer than {limit:,} characters, the most a feed's address has."
     if len(url) > limit:
         return (
             f"Read as {url[:20]}…, this address is {len(url):,} characters long: "

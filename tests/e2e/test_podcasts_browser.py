@@ -140,7 +140,7 @@ def test_a_person_adds_a_podcast_by_its_address_and_deletes_it_through_the_confi
     visit.click("form.add-podcast button[type=submit]")
     visit.wait.until(
         expected_conditions.text_to_be_present_in_element(
-            (By.CSS_SELECTOR, "#id_url_error"), "2,049 characters long"
+            (By.CSS_SELECTOR, "#id_url_error"), "longer than 2,048 characters"
         )
     )
     assert not Subscription.objects.exists()

@@ -85,8 +85,8 @@ def test_the_first_start_says_where_to_connect_and_the_first_password(
     assert f"Your data (database and secret key): {data}" in out
     assert (Path(os.environ["STATIC_ROOT"]) / "staticfiles.json").is_file()  # STATIC_ROOT's
     assert re.search(r"http://localhost:\d+/", out)
-    for address in _lan_addresses():
-        assert address in out
+    for address in _lan_addresses():  # on 0.0.0.0, the default: its IPv4 addresses
+        assert (address in out) == (":" not in address), address
     # Every session key is in the database: nothing in the folder is another user's to read.
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     for name in ("secret_key", "db.sqlite3"):
@@ -233,3 +233,23 @@ def test_in_a_container_the_start_names_no_address_of_its_own(
     assert "Stop with docker stop." in printed
     for address in _lan_addresses():
         assert address not in printed
+
+
+def test_only_the_addresses_it_listens_on_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 0.0.0.0 (the default) gunicorn listens on IPv4 alone: the machine's IPv6 addresses
+    would refuse a phone, so they are not named; on :: (IPv6 and IPv4) both are."""
+    from home.management.commands import serve as command
+
+    monkeypatch.setattr(command, "in_container", lambda: False)
+    monkeypatch.setattr(command, "lan_addresses", lambda: ["192.168.1.50", "fd00::2"])
+    named = {}
+    for host in ("0.0.0.0", "::"):
+        out = io.StringIO()
+        command.Command(stdout=out)._tell_where(host, 8000, None, tmp_path)
+        named[host] = out.getvalue()
+    assert "http://192.168.1.50:8000" in named["0.0.0.0"]
+    assert "fd00::2" not in named["0.0.0.0"]
+    assert "http://192.168.1.50:8000" in named["::"]
+    assert "http://[fd00::2]:8000" in named["::"]

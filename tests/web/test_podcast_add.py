@@ -317,7 +317,7 @@ def test_the_length_limit_is_named_and_an_address_at_the_limit_is_added(
     response = page.post(ADD, {"url": over})
     assert response.status_code == 400
     assert errors(response) == [
-        "This address is 2,049 characters long: a feed&#x27;s address has at most 2,048."
+        "This address is longer than 2,048 characters, the most a feed&#x27;s address has."
     ]
     assert nothing_stored()
     # Without a scheme, the http:// it is read with counts too.

@@ -114,6 +114,8 @@ class Command(BaseCommand):
     def _tell_where(self, host: str, port: int, password: str | None, data_dir: Path) -> None:
         everywhere = host in ("0.0.0.0", "::", "")
         addresses = lan_addresses() if everywhere else [host]
+        if host in ("0.0.0.0", ""):  # IPv4's every interface: an IPv6 address would not answer
+            addresses = [address for address in addresses if ":" not in address]
         names = [f"{host_name()}.local"] if everywhere and host_name() else []
         urls = [_url(a, port) for a in addresses + names]
         if settings.PUBLIC_URL:  # behind a proxy, that is the one address apps are given
