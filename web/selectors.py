@@ -50,7 +50,7 @@ PODCAST_EPISODE_ACTIONS = 500
 EXPORT_CHUNK = 2000
 # A confirmation counts what goes or stays up to this many, and then says "more than": the
 # count of a device's or a podcast's 100,000 actions would cost the page a scan of them all.
-COUNTED_AT_MOST = 10_000
+COUNTED_AT_MOST = 1_000
 _ACTIONS = EpisodeAction._meta.db_table
 
 
