@@ -5,26 +5,13 @@ last_login) go on while it builds."""
 
 from django.db import migrations
 
+from core.db.indexes import index_build
+
 INDEX = "auth_user_email_upper_idx"
 
 
 def create(apps, schema_editor):
-    postgresql = schema_editor.connection.vendor == "postgresql"
-    concurrently = "CONCURRENTLY " if postgresql else ""
-    cast = "::text" if postgresql else ""
-    if postgresql:
-        # A concurrent build that failed or was cancelled leaves an invalid index of this name,
-        # which IF NOT EXISTS would keep: build it again.
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(%s) AND NOT indisvalid",
-                [INDEX],
-            )
-            if cursor.fetchone():
-                schema_editor.execute(f"DROP INDEX CONCURRENTLY {INDEX}")
-    schema_editor.execute(
-        f"CREATE INDEX {concurrently}IF NOT EXISTS {INDEX} ON auth_user (UPPER(email{cast}))"
-    )
+    index_build(schema_editor, name=INDEX, table="auth_user", expression="UPPER(email{text})")
 
 
 def drop(apps, schema_editor):

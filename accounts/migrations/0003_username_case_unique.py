@@ -12,6 +12,8 @@ from django.db import migrations
 from django.db.models import Count
 from django.db.models.functions import Upper
 
+from core.db.indexes import index_build
+
 INDEX = "auth_user_username_upper_uniq"
 
 
@@ -42,25 +44,17 @@ def refused(found):
 
 
 def create(apps, schema_editor):
-    postgresql = schema_editor.connection.vendor == "postgresql"
-    concurrently = "CONCURRENTLY " if postgresql else ""
-    cast = "::text" if postgresql else ""
-    if postgresql:
-        # A concurrent build that failed (a duplicate registered meanwhile) or was cancelled
-        # leaves an invalid index of this name, which IF NOT EXISTS would keep: build it again.
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(%s) AND NOT indisvalid",
-                [INDEX],
-            )
-            if cursor.fetchone():
-                schema_editor.execute(f"DROP INDEX CONCURRENTLY {INDEX}")
+    # Named before the build: a duplicate registered during a concurrent build fails it (and
+    # index_build drops the invalid index it leaves when migrate runs again).
     found = case_duplicates(apps)
     if found:
         raise CommandError(refused(found))
-    schema_editor.execute(
-        f"CREATE UNIQUE INDEX {concurrently}IF NOT EXISTS {INDEX}"
-        f" ON auth_user (UPPER(username{cast}))"
+    index_build(
+        schema_editor,
+        name=INDEX,
+        table="auth_user",
+        expression="UPPER(username{text})",
+        unique=True,
     )
 
 

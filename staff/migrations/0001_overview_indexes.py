@@ -16,6 +16,8 @@ syncs and sign-ins go on while they build."""
 
 from django.db import migrations
 
+from core.db.indexes import index_build
+
 # name, table, columns
 INDEXES = [
     ("auth_user_last_login_idx", "auth_user", "last_login, id"),
@@ -26,22 +28,8 @@ INDEXES = [
 
 
 def create(apps, schema_editor):
-    postgresql = schema_editor.connection.vendor == "postgresql"
-    concurrently = "CONCURRENTLY " if postgresql else ""
     for name, table, columns in INDEXES:
-        if postgresql:
-            # A concurrent build that failed or was cancelled leaves an invalid index of this
-            # name, which IF NOT EXISTS would keep: build it again.
-            with schema_editor.connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(%s) AND NOT indisvalid",
-                    [name],
-                )
-                if cursor.fetchone():
-                    schema_editor.execute(f"DROP INDEX CONCURRENTLY {name}")
-        schema_editor.execute(
-            f"CREATE INDEX {concurrently}IF NOT EXISTS {name} ON {table} ({columns})"
-        )
+        index_build(schema_editor, name=name, table=table, expression=columns)
 
 
 def drop(apps, schema_editor):
