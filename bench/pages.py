@@ -3,9 +3,9 @@ and 100,000 (`BENCH_ONLY=pages make bench`, also part of the whole run after the
 
 Both accounts have the same 100 podcasts, the device "phone" that uploaded every action, an app
 password and one deletion; only the number of actions differs. Each page is read one request at
-a time on one kept-alive connection, signed in on the pages (bench/run.py's `timed_pages`), after
-one untimed first read, alternating small and big so that the host's load falls on both alike.
-The target: each page's p50 at 100,000 within 1.5x of the same page at 1,000.
+a time on one kept-alive connection, signed in on the pages (bench/harness.py's `timed_pages`),
+after one untimed first read, alternating small and big so that the host's load falls on both
+alike. The target: each page's p50 at 100,000 within 1.5x of the same page at 1,000.
 """
 
 from collections.abc import Callable

@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.run import Gunicorn, django_on, percentile, running
+from bench.harness import Gunicorn, django_on, percentile, running
 from tests import servers
 
 SECONDS = float(os.environ.get("SOAK_SECONDS", "900"))
