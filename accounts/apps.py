@@ -12,7 +12,7 @@ class AccountsConfig(AppConfig):
         from django.contrib.auth.management.commands import createsuperuser
         from django.contrib.auth.models import update_last_login
 
-        from accounts.authentication import forget_changed_user
+        from accounts.active import forget_changed_user
         from accounts.management.commands.createsuperuser import Command as CreateSuperuser
         from accounts.services import login_stamp
         from accounts.sessions import mark_signed_in_session

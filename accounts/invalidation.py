@@ -1,5 +1,5 @@
 """Changed accounts announced to every web process through Redis pub/sub, so that each drops
-them at once from its cache of active users (accounts.authentication.active_users).
+them at once from its cache of active users (accounts.active.active_users).
 
 That cache spares a database round trip on each /v1/ request, and it is only as good as the
 announcements a process hears: a process trusts it only while its subscriber is connected and

@@ -27,14 +27,8 @@ from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 from rest_framework_simplejwt.tokens import RefreshToken
 
-from accounts.authentication import (
-    APP_PASSWORD_CLAIM,
-    PASSWORD_CLAIM,
-    active_users,
-    app_password_stands,
-    app_password_used,
-    password_mark,
-)
+from accounts.active import active_users, app_password_stands, app_password_used, password_mark
+from accounts.authentication import APP_PASSWORD_CLAIM, PASSWORD_CLAIM
 from accounts.models import AppPassword
 from accounts.selectors import USERNAME_TAKEN, username_taken
 from core import clock

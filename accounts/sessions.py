@@ -39,7 +39,7 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 from django.utils.functional import SimpleLazyObject
 
-from accounts.authentication import (
+from accounts.active import (
     AccountState,
     account_state_sql,
     active_users,
@@ -134,8 +134,8 @@ class SessionStore(db.SessionStore):
     still stands unchanged (its row, with the expiry every save moves) and reads its user's
     state with it, instead of reading and decoding the session and then loading the user."""
 
-    # The state of the session's user, read with a remembered session (accounts.authentication
-    # .current_user takes it).
+    # The state of the session's user, read with a remembered session (accounts.active.current_user
+    # takes it).
     account_state: AccountState | None = None
     # The data and expiry a save wrote, as the row holds them.
     _written: tuple[dict[str, Any], datetime] | None = None
@@ -202,7 +202,7 @@ def session_user_id(value: Any) -> Any:
 def _app_user(request: HttpRequest) -> Any:
     """The user of an app session as django.contrib.auth.get_user finds it (active, and the
     session made under the account's current password), from this process's memory while the
-    account's state is the same (accounts.authentication.current_user)."""
+    account's state is the same (accounts.active.current_user)."""
     session = request.session
     user_id = session_user_id(session[SESSION_KEY])
     if user_id is None:

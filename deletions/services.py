@@ -26,13 +26,14 @@ from django.db import transaction
 from django.db.models import F, Q
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 
-from accounts.authentication import active_users
+from accounts.active import active_users
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized
 from deletions.models import AccountDeletion, Deletion, Work
+from subscriptions.locks import lock_user_writes
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_by_guid
-from subscriptions.services import lock_user_writes, subscription_mark_deleted
+from subscriptions.services import subscription_mark_deleted
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from core.admin import BigTableAdmin, ReadOnlyAdmin, shortened, table_is_big
+from episodes.matching import episode_title_sql
 from episodes.models import EpisodeAction
-from feedchecks.catalogue import episode_title_sql
 from feedchecks.models import FeedEpisode
 
 # A title search looks at this many of the catalogue's episodes whose titles match.

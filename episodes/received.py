@@ -5,14 +5,11 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection
 
-from core.db import sql
+from core.db import locks, sql
 from core.exceptions import NotAuthorized
 from episodes.models import ReceivedClock
 
-# The advisory lock's first key: this service's lock on one user's episode actions.
-_EPISODE_WRITES = 0x6F706165
 _CLOCK = ReceivedClock._meta.db_table
 _SECOND = ReceivedClock._meta.get_field("second")
 _CLOCK_COLUMNS = sql.Columns(_SECOND)
@@ -23,24 +20,21 @@ def hold_episode_writes(user_id: int) -> datetime | None:
     current transaction ends (or this statement, outside one); return the latest received
     second (None: no action yet).
 
+    Shared, by a download's read point (episodes.selectors.read_point); every upload takes it
+    exclusively (insert_stamped), so the clock is read after any upload under way moved it.
     In one query: having waited, it may return a second earlier than the upload it waited for
     stamped, which only makes a download's timestamp earlier (its last second comes again);
     the download's own query, which follows, sees that upload.
     """
-    held = "pg_advisory_xact_lock_shared(%s, %s), " if connection.vendor == "postgresql" else ""
-    params = [_EPISODE_WRITES, user_id] if held else []
-    rows = sql.fetch(
-        f"SELECT {held}(SELECT second FROM {_CLOCK} WHERE user_id = %s)",
-        [*params, user_id],
-        sql.Columns(*([None] if held else []), _SECOND),
+    return locks.hold_then_read(
+        locks.EPISODE_WRITES, user_id, f"SELECT second FROM {_CLOCK} WHERE user_id = %s", _SECOND
     )
-    return rows[0][-1]
 
 
 def _standing_account() -> str:
     """FROM and WHERE of the user's row while the account stands (exists and is active): an
     upload's first lock refuses an account that is gone or inactive, in the upload's own
-    statement, as subscriptions.services.lock_user_writes does."""
+    statement, as subscriptions.locks.lock_user_writes does."""
     return f"FROM {get_user_model()._meta.db_table} WHERE id = %s AND is_active"
 
 
@@ -98,7 +92,7 @@ def insert_stamped(user_id: int, now: datetime, insert: tuple[str, list[Any]]) -
         " FROM held ON CONFLICT (user_id)"
         " DO UPDATE SET second = GREATEST(c.second, excluded.second) RETURNING second),"
         f" added AS ({query}) SELECT second FROM stamp",
-        [user_id, _EPISODE_WRITES, user_id, user_id, sql.param(_SECOND, now), *params],
+        [user_id, locks.EPISODE_WRITES, user_id, user_id, sql.param(_SECOND, now), *params],
         _CLOCK_COLUMNS,
         prepare=True,
     )

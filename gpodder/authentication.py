@@ -5,7 +5,7 @@ app password, after which a session cookie alone will do (docs/gpodder-api.md,
 A password check is Argon2, tens of milliseconds by design, and Kasts sends Basic on every
 request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_CACHE_SECONDS,
 keyed by an HMAC of them (nothing that would log in is kept), and still reads the user on each
-request (its state, accounts.authentication.current_user), so a changed password or a
+request (its state, accounts.active.current_user), so a changed password or a
 deactivation ends them at once in every process (the password hash they were verified against is
 compared, by an HMAC of it, each time). An app
 password is looked up again on each request instead, and so is the one a session was made with
@@ -27,7 +27,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from accounts.authentication import AccountState, app_password_stands, current_user
+from accounts.active import AccountState, app_password_stands, current_user
 from accounts.services import app_authenticate
 from accounts.sessions import APP_PASSWORD_SESSION_KEY, session_user_id
 from accounts.throttles import count_login_attempt, refuse_while_throttled

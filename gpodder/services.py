@@ -23,19 +23,13 @@ from gpodder.feedurls import sanitized
 from gpodder.models import Device, DeviceFeed
 from gpodder.sync import settled_timestamp, sync_timestamp
 from subscriptions import feeds
+from subscriptions.locks import hold_user_writes, lock_user_writes, lock_user_writes_after
 from subscriptions.selectors import (
     FeedReached,
     subscription_current,
     subscription_feeds_reached,
 )
-from subscriptions.services import (
-    AddEntry,
-    hold_user_writes,
-    lock_user_writes,
-    lock_user_writes_after,
-    subscription_add_many,
-    subscription_unsubscribe_many,
-)
+from subscriptions.services import AddEntry, subscription_add_many, subscription_unsubscribe_many
 
 _DEVICE_ID = re.compile(r"[A-Za-z0-9_.\-]{1,64}", re.ASCII)
 DEVICE_TYPES = [choice.value for choice in Device.Type]
@@ -111,7 +105,7 @@ def _devices_create(*, user: Any, device_ids: list[str], now: datetime) -> dict[
     MAX_DEVICES. Counted under the lock of the user's row, so that two requests at the limit
     cannot both add one; in a statement after the lock's, since one that waited for the lock
     would count what was committed before it waited. NotAuthorized when the user is gone or
-    inactive (subscriptions.services.lock_user_writes)."""
+    inactive (subscriptions.locks.lock_user_writes)."""
     limit = settings.MAX_DEVICES
     with transaction.atomic():
         users = get_user_model().objects.select_for_update(no_key=True)
@@ -199,7 +193,7 @@ def device_stands() -> str:
     deactivation's update does not wait for, nor another read's).
 
     The condition of a write made on a read path, which holds no lock of the user's writes
-    (subscriptions.services.lock_user_writes): it writes nothing for a device or account deleted
+    (subscriptions.locks.lock_user_writes): it writes nothing for a device or account deleted
     or deactivated meanwhile, and waits for a deletion under way, where it would fail on the
     rows' foreign keys. Taken only when there is something to note, which is seldom."""
     locked = " FOR KEY SHARE OF account" if connection.vendor == "postgresql" else ""

@@ -14,7 +14,7 @@ def sync_timestamp(latest_change: datetime | None, *, now: datetime | None = Non
     """Whole seconds T such that an app sending back T (AntennaPod, gPodder) or T + 1 (Kasts) as
     its next `since` ("changed at or after") misses no change made after this answer.
 
-    Called while the user's writes are held (subscriptions.services.hold_user_writes), with the
+    Called while the user's writes are held (subscriptions.locks.hold_user_writes), with the
     user's latest change: every later change is stamped after it, and no earlier than its
     machine's clock. So T + 1 is the whole second of the later of the two, less the skew the
     clocks may have: changes of the last second or two come again, which is harmless; none is

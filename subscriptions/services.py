@@ -4,24 +4,23 @@
 Both go through a _Workspace: it loads every subscription the request names (by any guid or feed
 URL it ever had), applies the rules in memory and writes the result back with bulk statements,
 so the number of queries is the same for 1 entry as for 500. Writes for one user are serialised
-by locking the user's row; the database's unique constraints settle anything else.
+by locking the user's row (subscriptions.locks); the database's unique constraints settle
+anything else.
 """
 
 import uuid
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
-from django.db.models import ExpressionWrapper, F, Func, OuterRef, Subquery, Value
 
-from core import clock
 from core.db import sql
-from core.exceptions import Gone, InvalidInput, NotAuthorized, NotFound
+from core.exceptions import Gone, InvalidInput, NotFound
 from subscriptions import feeds, selectors, signals
+from subscriptions.locks import lock_user_writes
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
 
 
@@ -51,54 +50,6 @@ class _ValidEntry:
     digest: str
     sent_guid: uuid.UUID | None
     computed_guid: uuid.UUID
-
-
-# The advisory lock's first key: this service's lock on one user's writes (the second key).
-_USER_WRITES = 0x6F706173
-
-
-def lock_user_writes(user_id: int, *, inactive: bool = False) -> datetime:
-    """Serialise one user's writes (until the transaction ends); return the time to stamp them.
-
-    Concurrent adds of one feed then make one subscription, and a merge never races a deletion.
-    The time is the clock's, but always after the user's latest change, so that a list's `since`
-    (strictly later than) never misses a change: not one made in the same millisecond as the
-    last, nor one made on a machine whose clock is behind another's.
-
-    NotAuthorized when the user is gone, or inactive unless `inactive` (the deletions' work on
-    an account they deactivated): a request authenticated before its account was deleted or
-    deactivated writes nothing after that committed (docs/api.md, "Deleting an account"). The
-    lock waits for a deletion or deactivation under way, then reads what it committed.
-    """
-    return lock_user_writes_after(user_id, inactive=inactive)[0]
-
-
-def lock_user_writes_after(
-    user_id: int, *, inactive: bool = False
-) -> tuple[datetime, datetime | None]:
-    """lock_user_writes, with the time of the user's latest change before these writes (None:
-    none yet), read in the same query."""
-    latest = Subscription.objects.filter(user=OuterRef("pk")).order_by("-changed")
-    users = get_user_model().objects.filter(pk=user_id)
-    if not inactive:
-        users = users.filter(is_active=True)
-    locked = users.select_for_update(of=("self",)).annotate(
-        latest=Subquery(latest.values("changed")[:1])
-    )
-    if connection.vendor == "postgresql":
-        # Also the lock hold_user_writes shares, taken in the same query.
-        held = Func(Value(_USER_WRITES), F("pk"), function="pg_advisory_xact_lock")
-        locked = locked.annotate(held=ExpressionWrapper(held, output_field=models.TextField()))
-        found = locked.values_list("latest", "held").first()
-    else:
-        found = locked.values_list("latest", "pk").first()
-    if found is None:
-        raise NotAuthorized()
-    last_change = found[0]
-    now = clock.now()
-    if last_change is not None and last_change >= now:
-        return last_change + timedelta(milliseconds=1), last_change
-    return now, last_change
 
 
 # Every field of a new subscription but its id, its user and what the database computes.
@@ -375,26 +326,6 @@ def subscription_unsubscribe_many(*, user: Any, urls: Collection[str]) -> dict[s
                 ws.set_subscribed(sub, False)
         ws.flush()
     return dict(ws.by_digest)
-
-
-def hold_user_writes(user_id: int) -> datetime | None:
-    """Wait until no write of the user is under way, and keep new ones waiting until the current
-    transaction ends; return the time of the user's latest change (None: none yet).
-
-    A shared advisory lock on the user, which every writer takes exclusively first
-    (lock_user_writes): reads holding it run side by side, and what they read cannot be joined
-    later by a change stamped earlier. A sync that answers a timestamp relies on it. Unlike a
-    row lock, it writes nothing, so the read commits without waiting for the disk. (SQLite
-    serialises every transaction already.)
-    """
-    held = "pg_advisory_xact_lock_shared(%s, %s), " if connection.vendor == "postgresql" else ""
-    params = [_USER_WRITES, user_id] if held else []
-    rows = sql.fetch(
-        f"SELECT {held}(SELECT MAX(changed) FROM {Subscription._meta.db_table} WHERE user_id = %s)",
-        [*params, user_id],
-        sql.Columns(*([None] if held else []), Subscription._meta.get_field("changed")),
-    )
-    return rows[0][-1]
 
 
 def subscription_mark_deleted(sub: Subscription, now: datetime) -> None:

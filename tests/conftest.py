@@ -1,4 +1,9 @@
-"""Test fixtures: a real PostgreSQL for the session, users, and authenticated API clients."""
+"""Fixtures of every folder's tests: a real PostgreSQL for the session, the clock, users and
+their clients (API, gpodder apps, pages, the admin), and a loopback feed server.
+
+A fixture that tests of more than one folder use lives here, found by pytest: no test module
+imports one. What the tests import (helpers, constants) lives in helper modules:
+tests/helpers.py, tests/factories.py, tests/servers.py, and a folder's own helpers.py."""
 
 import os
 from collections.abc import Iterator
@@ -7,15 +12,18 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.test import Client
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
-from accounts import authentication as auth
-from accounts.services import refresh_token_for
 from api import throttles
+from gpodder.authentication import credentials
+from subscriptions.models import Subscription
 from tests import servers
 from tests.factories import UserFactory
-from tests.helpers import Clock
+from tests.feedchecks.feedserver import FeedServer
+from tests.helpers import PASSWORD, Clock, basic, client_for, forget_all, subscribe
+from tests.web.helpers import PASSWORD as PAGES_PASSWORD
 
 # Hypothesis' 200 ms deadline fails an example that a loaded CI host or a GC pause slowed once;
 # timings live in bench/. print_blob lets a failure seen only in CI be replayed here.
@@ -72,21 +80,15 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
     """Throttle counters live in the cache (or Redis, and the process's share of them), verified
-    tokens and active users in accounts.authentication's: each test starts with none."""
+    tokens, active users and app sessions in accounts' (forget_all): each test starts with
+    none."""
     cache.clear()
-    auth.forget_all()
+    forget_all()
     throttles.forget()
     yield
     cache.clear()
-    auth.forget_all()
+    forget_all()
     throttles.forget()
-
-
-def client_for(user: Any) -> APIClient:
-    client = APIClient()
-    token = refresh_token_for(user).access_token
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
 
 
 @pytest.fixture
@@ -113,3 +115,97 @@ def other_api(other_user: object) -> APIClient:
 @pytest.fixture
 def anon() -> APIClient:
     return APIClient()
+
+
+# --- The gpodder and Nextcloud apps: alice and bob sign in with PASSWORD ------------------------
+
+
+# The gpodder API remembers Basic credentials it verified: each test starts with none.
+@pytest.fixture(autouse=True)
+def _forget_credentials() -> Any:
+    credentials.clear()
+    yield
+    credentials.clear()
+
+
+@pytest.fixture
+def alice(db: None) -> Any:
+    return UserFactory(username="alice", with_password=PASSWORD)
+
+
+@pytest.fixture
+def bob(db: None) -> Any:
+    return UserFactory(username="bob", with_password=PASSWORD)
+
+
+@pytest.fixture
+def app(alice: Any) -> APIClient:
+    """A gpodder app of alice's that sends Basic on every request (as Kasts does)."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=basic("alice"))
+    return client
+
+
+@pytest.fixture
+def plain_http_cookies(settings: Any) -> None:
+    """The live server speaks plain HTTP: cookies marked Secure would not come back."""
+    settings.SESSION_COOKIE_SECURE = False
+    settings.CSRF_COOKIE_SECURE = False
+
+
+# --- The pages: person and stranger sign in with tests/web/helpers.py's PASSWORD ----------------
+
+
+@pytest.fixture
+def person(db: None) -> Any:
+    return UserFactory(username="alice", with_password=PAGES_PASSWORD)
+
+
+@pytest.fixture
+def stranger(db: None) -> Any:
+    return UserFactory(username="mallory", with_password=PAGES_PASSWORD)
+
+
+@pytest.fixture
+def page(person: Any) -> Client:
+    """A browser signed in as `person` (Django's session, as the sign-in page makes it)."""
+    client = Client()
+    client.force_login(person)
+    return client
+
+
+# --- The admin: staff signed in, and a subscription each of alice and bob -----------------------
+# The admin's tests, where nobody signs in, make alice and bob without a password, as UserFactory
+# makes an account (tests/subscriptions/conftest.py, and core's and deletions' test_admin.py).
+
+
+@pytest.fixture
+def staff(db: None) -> Any:
+    return UserFactory(username="staff", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def admin_client(staff: Any) -> Client:
+    client = Client()
+    client.force_login(staff)
+    return client
+
+
+@pytest.fixture
+def alpha(alice: Any) -> Subscription:
+    return subscribe(alice, "https://alpha.example/feed.xml")
+
+
+@pytest.fixture
+def beta(bob: Any) -> Subscription:
+    return subscribe(bob, "https://beta.example/podcast?format=rss")
+
+
+# --- Feeds --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def feed_server() -> Iterator[FeedServer]:
+    server = FeedServer().start()
+    yield server
+    server.stop()

@@ -5,6 +5,8 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
+from tests.hashers import deployed_hash
+
 
 class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
@@ -21,3 +23,13 @@ class UserFactory(factory.django.DjangoModelFactory):
             user.set_password(extracted)
         if create:
             user.save()
+
+    @factory.post_generation
+    def with_deployed_password(
+        user: Any, create: bool, extracted: str | None, **kwargs: object
+    ) -> None:
+        """For a server the test starts under the deployed settings (tests/hashers.py)."""
+        if extracted:
+            user.password = deployed_hash(extracted)
+            if create:
+                user.save()

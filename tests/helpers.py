@@ -1,17 +1,27 @@
 """Small helpers the tests share."""
 
+import base64
 import json
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import connection
+from django.test import Client
+from django.utils import timezone
+from rest_framework.test import APIClient
 
+from accounts import active, authentication, sessions
+from accounts.services import refresh_token_for
+from deletions.models import Deletion
 from subscriptions import services
+from tests import servers
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -52,6 +62,57 @@ def subscribe(user: Any, feed_url: str, guid: str | None = None) -> Any:
     )
     assert not result.failure, result.failure
     return result.success[0]
+
+
+# alice and bob's password (tests/conftest.py), which their apps send.
+PASSWORD = "correct horse battery staple"
+
+
+def basic(username: str, password: str = PASSWORD, encoding: str = "utf-8") -> str:
+    """The Authorization header of HTTP Basic, as the gpodder and Nextcloud apps send it."""
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode(encoding)).decode()
+
+
+def client_for(user: Any) -> APIClient:
+    """An API client carrying a real bearer token of `user`."""
+    client = APIClient()
+    token = refresh_token_for(user).access_token
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+def listed(client: Client, url: str) -> set[int]:
+    """The ids of the rows an admin list shows."""
+    response = client.get(url)
+    assert response.status_code == 200, response.content[:500]
+    return {obj.pk for obj in response.context["cl"].result_list}
+
+
+def make_deletion(user: Any, status: str) -> Deletion:
+    return Deletion.objects.create(
+        user=user, guid=uuid.uuid4(), status=status, requested=timezone.now()
+    )
+
+
+AWAY = "Service unavailable: the database cannot be reached"
+
+
+@contextmanager
+def database_away() -> Iterator[None]:
+    """The service's connection goes to a port nobody listens on, for the block."""
+    port = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = str(servers.free_port())
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = port
+
+
+def away_answer(response: Any, message: str) -> None:
+    assert_error(response, 503, message)
+    assert response["Retry-After"] == "5"
 
 
 def wait_until(
@@ -157,3 +218,11 @@ def migrate(targets: list[tuple[str, str]]) -> Any:
     executor.loader.build_graph()
     executor.migrate(targets)
     return executor.loader.project_state(targets).apps
+
+
+def forget_all() -> None:
+    """Empties this process's caches of verified tokens, active users and app sessions, as a
+    process that has not seen the user in AUTH_USER_CACHE_SECONDS."""
+    authentication.forget_verified_tokens()
+    active.active_users.clear()
+    sessions.app_sessions.clear()

@@ -1,6 +1,9 @@
 """The layout's rules (docs/architecture.md): imports point one way, enforced by import-linter,
-and no /v1/ route sits where the catch-all 404 would hide it."""
+no /v1/ route sits where the catch-all 404 would hide it, and every test module that starts a
+real server or drives a browser carries the e2e marker."""
 
+import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -101,3 +104,51 @@ def test_every_named_v1_route_is_reached_by_its_own_path():
         kwargs = {group: "1" for group in route.pattern.regex.groupindex}
         path = reverse(route.name, kwargs=kwargs)
         assert resolve(path).url_name == route.name, path
+
+
+# --- The e2e marker ---------------------------------------------------------------------------
+# What a test module names when it starts a real server or drives a browser: the helpers of
+# tests/servers.py that start PostgreSQL, PgBouncer, Redis or gunicorn, a process started by hand,
+# `manage.py serve`, Selenium (tests/e2e/browser.py); and the fixtures that start one.
+STARTS_A_SERVER = re.compile(
+    r"\b(?:servers\.(?:redis|pgbouncer|postgres)|gunicorn_service|Popen)\("
+    r"|\"serve\"|\bselenium\b|\btests\.e2e\.browser\b"
+)
+SERVER_FIXTURES = {"live_server", "redis_server", "broker", "worker_factory"}
+
+
+def servers_started(source: str) -> set[str]:
+    """The names in a test module's source that start a server or a browser."""
+    found = {match.group(0) for match in STARTS_A_SERVER.finditer(source)}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and (
+            node.name.startswith("test_")
+            or any("fixture" in ast.unparse(d) for d in node.decorator_list)
+        ):
+            found |= {arg.arg for arg in node.args.args if arg.arg in SERVER_FIXTURES}
+    return found
+
+
+def marked_e2e(source: str) -> bool:
+    """Whether the module's pytestmark holds pytest.mark.e2e."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and "pytestmark" in map(ast.unparse, node.targets):
+            return "pytest.mark.e2e" in ast.unparse(node.value)
+    return False
+
+
+def test_every_module_that_starts_a_server_or_a_browser_is_marked_e2e():
+    """`-m e2e` and `-m "not e2e"` select by the module's pytestmark. Every module of tests/e2e
+    is recognised, so the names above keep up with what starts a server."""
+    started = {
+        path.relative_to(ROOT).as_posix(): servers_started(path.read_text())
+        for path in sorted((ROOT / "tests").rglob("test_*.py"))
+    }
+    unmarked = [
+        f"{module}: {sorted(names)}"
+        for module, names in started.items()
+        if names and not marked_e2e((ROOT / module).read_text())
+    ]
+    assert not unmarked, "without pytestmark = pytest.mark.e2e: " + "; ".join(unmarked)
+    unrecognised = [m for m, names in started.items() if m.startswith("tests/e2e/") and not names]
+    assert not unrecognised, unrecognised

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, settings
 from rest_framework_simplejwt.tokens import AccessToken
 from schemathesis.core.transforms import to_wire_text
 
-from accounts.authentication import PASSWORD_CLAIM, password_mark
+from accounts.active import password_mark
+from accounts.authentication import PASSWORD_CLAIM
 from config.wsgi import application
 from tests.factories import UserFactory
 

@@ -18,8 +18,8 @@ from core import clock
 from core.exceptions import NotFound
 from core.text import xml_text
 from deletions.models import Deletion
+from episodes.matching import episode_match_sql, episode_title_sql, episodes_by_id
 from episodes.models import EpisodeAction
-from feedchecks.catalogue import episode_match_sql, episode_title_sql, episodes_by_id
 from feedchecks.models import FeedEpisode
 from feedchecks.selectors import (
     feed_health,

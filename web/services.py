@@ -19,14 +19,10 @@ from feedchecks.fetcher import host_refused, parse_networks
 from feedchecks.selectors import subscriptions_with_feed_title
 from gpodder.feedurls import sanitized
 from subscriptions import feeds, opml
+from subscriptions.locks import lock_user_writes
 from subscriptions.models import Subscription
 from subscriptions.selectors import subscription_feeds_reached, subscriptions_reached
-from subscriptions.services import (
-    AddEntry,
-    AddFailure,
-    lock_user_writes,
-    subscription_add_many,
-)
+from subscriptions.services import AddEntry, AddFailure, subscription_add_many
 
 
 @dataclass

@@ -335,7 +335,7 @@ MAX_DEVICES = env.int("MAX_DEVICES", default=100)
 # request. False writes none, and the pages have nothing to show (bench/README.md measures both).
 DEVICE_SYNC_EVENTS = env.bool("DEVICE_SYNC_EVENTS", default=True)
 # How long a web process may remember that a token's user is active before reading it again
-# (accounts.authentication.active_users); a change of password or a deactivation is announced to
+# (accounts.active.active_users); a change of password or a deactivation is announced to
 # every process through Redis at once (accounts.invalidation). 0 reads it on every request.
 AUTH_USER_CACHE_SECONDS = env.int("AUTH_USER_CACHE_SECONDS", default=10)
 # How long a web process may hold the requests it counted before adding them to the shared

@@ -1,23 +1,15 @@
-"""The user admin without what the service does not use: no groups, no per-user permissions, and
-a password shown as set or not, never by its hash's parameters."""
+"""The user admin (docs/operations.md, "The admin"): staff make accounts, deactivate and
+activate them and set their passwords; and none of what the service does not use: no groups, no
+per-user permissions, and a password shown as set or not, never by its hash's parameters."""
 
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
 
 from tests.factories import UserFactory
 
 PASSWORD = "a long and unusual passphrase 42"
-
-
-@pytest.fixture
-def admin_client(db: None) -> Client:
-    staff: Any = UserFactory(username="staff", is_staff=True, is_superuser=True)
-    client = Client()
-    client.force_login(staff)
-    return client
 
 
 @pytest.fixture
@@ -80,3 +72,91 @@ def test_the_flags_are_still_changed_from_the_user_page(admin_client, alice):
     assert not alice.is_superuser
     assert alice.email == "alice@example.net"
     assert alice.check_password(PASSWORD), "the change form leaves the password alone"
+
+
+def test_staff_create_accounts_that_log_in_with_argon2(admin_client, anon):
+    password = "a long and unusual passphrase 42"
+
+    response = admin_client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "newcomer",
+            "password1": password,
+            "password2": password,
+            "usable_password": "true",
+        },
+    )
+
+    assert response.status_code == 302, response.content[:1000]
+    user = get_user_model().objects.get(username="newcomer")
+    assert user.password.startswith("argon2")
+    login = anon.post(
+        "/v1/auth/login", {"username": "newcomer", "password": password}, format="json"
+    )
+    assert login.status_code == 200, login.content
+
+
+def test_deactivate_action_stops_the_users_tokens(admin_client, staff, anon):
+    user: Any = UserFactory(username="leaver", with_password="a long and unusual passphrase 42")
+    login = anon.post(
+        "/v1/auth/login",
+        {"username": "leaver", "password": "a long and unusual passphrase 42"},
+        format="json",
+    ).json()
+
+    anon.credentials(HTTP_AUTHORIZATION=f"Bearer {login['access_token']}")
+    assert anon.get("/v1/subscriptions").status_code == 200  # the user is now remembered
+    anon.credentials()
+
+    response = admin_client.post(
+        "/admin/auth/user/",
+        {"action": "deactivate", "_selected_action": [user.pk, staff.pk]},
+        follow=True,
+    )
+
+    assert "Deactivated 1 user(s)." in response.content.decode()
+    assert "You were left active: staff cannot deactivate themselves." in response.content.decode()
+    user.refresh_from_db()
+    staff.refresh_from_db()
+    assert not user.is_active
+    assert staff.is_active  # never oneself
+    anon.credentials(HTTP_AUTHORIZATION=f"Bearer {login['access_token']}")
+    assert anon.get("/v1/subscriptions").status_code == 401
+    anon.credentials()
+    refresh = anon.post(
+        "/v1/auth/refresh", {"refresh_token": login["refresh_token"]}, format="json"
+    )
+    assert refresh.status_code == 401
+
+
+def test_activate_action_lets_a_deactivated_user_log_in_again(admin_client, anon):
+    user: Any = UserFactory(username="returning", with_password="a long and unusual passphrase 9")
+    type(user).objects.filter(pk=user.pk).update(is_active=False)
+
+    response = admin_client.post(
+        "/admin/auth/user/", {"action": "activate", "_selected_action": [user.pk]}, follow=True
+    )
+
+    assert "Activated 1 user(s)." in response.content.decode()
+    login = anon.post(
+        "/v1/auth/login",
+        {"username": "returning", "password": "a long and unusual passphrase 9"},
+        format="json",
+    )
+    assert login.status_code == 200
+
+
+def test_staff_reset_a_users_password(admin_client, anon):
+    user: Any = UserFactory(username="forgetful", with_password="the old passphrase that was lost")
+    password = "a brand new and unusual passphrase 7"
+
+    response = admin_client.post(
+        f"/admin/auth/user/{user.pk}/password/",
+        {"password1": password, "password2": password, "usable_password": "true"},
+    )
+
+    assert response.status_code == 302, response.content[:1000]
+    login = anon.post(
+        "/v1/auth/login", {"username": "forgetful", "password": password}, format="json"
+    )
+    assert login.status_code == 200

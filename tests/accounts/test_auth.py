@@ -14,7 +14,7 @@ from django.test import override_settings
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
-from accounts import authentication as auth
+from accounts import active as auth
 from accounts.services import refresh_token_for
 from tests.factories import UserFactory
 from tests.helpers import assert_error, at_once

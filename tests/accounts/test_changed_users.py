@@ -18,11 +18,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from accounts import authentication as auth
+from accounts import active as auth
 from accounts import invalidation
 from accounts.services import refresh_token_for, token_login, user_deactivate
 from tests import servers
 from tests.factories import UserFactory
+
+pytestmark = pytest.mark.e2e
 
 PASSWORD = "correct horse battery staple"
 NEW_PASSWORD = "another horse, another staple"

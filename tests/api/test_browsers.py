@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from gpodder.authentication import credentials
 from gpodder.models import Device
 from subscriptions.models import Subscription
 from tests.factories import UserFactory
@@ -47,13 +46,6 @@ APPS: list[dict[str, Any]] = [
     {"HTTP_USER_AGENT": "AntennaPod/3.5.0", "HTTP_ACCEPT": "application/json"},
     {"HTTP_USER_AGENT": "Mozilla/5.0", "HTTP_ACCEPT_LANGUAGE": "en-US,*"},
 ]
-
-
-@pytest.fixture(autouse=True)
-def _forget_credentials() -> Any:
-    credentials.clear()
-    yield
-    credentials.clear()
 
 
 @pytest.fixture

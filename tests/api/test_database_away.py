@@ -4,8 +4,6 @@ database is back. Real PostgreSQL: the connection is pointed at a port nobody li
 table a request reads is locked past the statement timeout."""
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -14,35 +12,12 @@ from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
-from tests import servers
 from tests.factories import UserFactory
-from tests.gpodder.conftest import PASSWORD, basic
-from tests.helpers import assert_error, subscribe
+from tests.helpers import AWAY, PASSWORD, away_answer, basic, database_away, subscribe
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
 FEED = "https://example.com/feed.xml"
-
-
-@contextmanager
-def database_away() -> Iterator[None]:
-    """The service's connection goes to a port nobody listens on, for the block."""
-    port = connection.settings_dict["PORT"]
-    connection.close()
-    connection.settings_dict["PORT"] = str(servers.free_port())
-    try:
-        yield
-    finally:
-        connection.close()
-        connection.settings_dict["PORT"] = port
-
-
-def away_answer(response: Any, message: str) -> None:
-    assert_error(response, 503, message)
-    assert response["Retry-After"] == "5"
-
-
-AWAY = "Service unavailable: the database cannot be reached"
 
 
 def test_every_kind_of_request_is_a_503_while_the_database_is_away(api, user):

@@ -14,7 +14,7 @@ from django.utils import timezone
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
-from accounts.authentication import password_mark
+from accounts.active import password_mark
 from accounts.services import refresh_token_for
 from api.throttles import UserThrottle
 from deletions.models import Deletion

@@ -96,7 +96,7 @@ def kept_between_requests(transactional_db: None) -> Iterator[None]:
 
 
 def test_a_request_after_the_server_ended_the_connection_succeeds(kept_between_requests):
-    from tests.conftest import client_for
+    from tests.helpers import client_for
 
     api = client_for(UserFactory())
     assert api.get("/v1/subscriptions").status_code == 200
@@ -117,7 +117,7 @@ def test_a_request_after_the_server_ended_the_connection_succeeds(kept_between_r
 def test_a_query_run_five_times_is_prepared_on_the_server(db):
     """The server plans the GET's lookup by a unique key once per connection (settings:
     prepared statements), and never a query whose plan depends on its values."""
-    from tests.conftest import client_for
+    from tests.helpers import client_for
 
     user = UserFactory()
     api = client_for(user)

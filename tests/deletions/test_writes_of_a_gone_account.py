@@ -29,10 +29,8 @@ from nextcloud import services as nextcloud_services
 from nextcloud.authentication import NextcloudAuthentication
 from nextcloud.models import ActionsRead
 from subscriptions.models import Subscription
-from tests.conftest import client_for
 from tests.factories import UserFactory
-from tests.gpodder.conftest import PASSWORD, basic
-from tests.helpers import assert_error, subscribe
+from tests.helpers import PASSWORD, assert_error, basic, client_for, subscribe
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 

@@ -18,6 +18,8 @@ import pytest
 
 from tests import servers
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "install-servers.sh"
 MISSING = "opa-test-no-such-tool"  # named as an argument, so that there is something to install

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tests.deploy.test_systemd import UNITS, install, render, verify
+from tests.deploy.systemd import UNITS, install, render, verify
 from tests.docs.blocks import Block, Directive, blocks, problems, read
 from tests.docs.session import Ran, Session, clone, person
 from tests.servers import ROOT

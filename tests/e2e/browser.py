@@ -8,9 +8,7 @@ when they are missing the tests fail, they are not skipped. Screenshots go under
 
 import base64
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from axe_core_python.selenium import Axe
@@ -27,15 +25,6 @@ OUTPUT_DIR = Path(
 FAILING_IMPACTS = {"serious", "critical"}
 # Narrower than this, a width is a phone's: Chromium lays the page out as a phone's browser does.
 PHONE_BELOW = 600
-
-
-@pytest.fixture
-def browser() -> Iterator[WebDriver]:
-    driver = start_browser()
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def start_browser(*arguments: str) -> WebDriver:
@@ -67,13 +56,6 @@ def start_browser(*arguments: str) -> WebDriver:
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.implicitly_wait(5)
     return driver
-
-
-@pytest.fixture
-def plain_http_cookies(settings: Any) -> None:
-    """The live server speaks plain HTTP: cookies marked Secure would not come back."""
-    settings.SESSION_COOKIE_SECURE = False
-    settings.CSRF_COOKIE_SECURE = False
 
 
 def screenshot(driver: WebDriver, name: str) -> Path:

@@ -1,4 +1,4 @@
-"""Fixtures that run the real thing: a Redis broker and Celery worker processes.
+"""Fixtures that run the real thing: a Redis broker, Celery worker processes and a browser.
 
 The worker is a separate `celery -A config worker -B` process on the test database, so these
 tests commit their data (transactional_db) for it to see.
@@ -12,13 +12,11 @@ from typing import Any
 import pytest
 from django.db import connection
 from kombu import pools as kombu_pools
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from config.celery import app
 from tests import servers
-from tests.e2e.browser import browser, plain_http_cookies
-
-# The browser's fixtures, for every test of pages here.
-__all__ = ["browser", "plain_http_cookies"]
+from tests.e2e.browser import start_browser
 
 
 @pytest.fixture(scope="session")
@@ -91,3 +89,12 @@ def worker_factory(
     yield start
     for worker in started:
         worker.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    driver = start_browser()
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -13,7 +13,7 @@ from django.db import connection
 
 from tests.servers import gunicorn_service
 
-pytestmark = pytest.mark.usefixtures("transactional_db")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
 SECRET = "PollTokenThatMustNotBeLogged0123456789abcdefghijklmnopqrstuvwxyzABCD"
 

@@ -17,7 +17,7 @@ from django.db import connection
 from tests.factories import UserFactory
 from tests.servers import gunicorn_service
 
-pytestmark = pytest.mark.usefixtures("transactional_db")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
 PASSWORD = "a long and unusual passphrase for the body limit"
 
@@ -80,7 +80,7 @@ def oversized(size: int) -> bytes:
     ("size", "tries"), [(settings.MAX_BODY_BYTES + 100, 30), (20 * 1024 * 1024, 5)]
 )
 def test_every_oversized_body_gets_its_413(service, size, tries):
-    user: Any = UserFactory(with_password=PASSWORD)
+    user: Any = UserFactory(with_deployed_password=PASSWORD)
     body = oversized(size)
     answers = []
     for _ in range(tries):

@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from accounts import authentication as auth
+from accounts import active as auth
 from accounts.services import user_deactivate
 from tests import servers
 from tests.factories import UserFactory
+from tests.hashers import deployed_hash
 from tests.servers import gunicorn_service
 
-pytestmark = pytest.mark.usefixtures("transactional_db")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
 PASSWORD = "an old and unusual passphrase of two hosts"
 NEW_PASSWORD = "a new and unusual passphrase of two hosts"
@@ -102,7 +103,7 @@ def two_servers(redis_cache: str, tmp_path: Path, settings: Any) -> Iterator[lis
 def signed_in_on_both(ports: list[int], password: str = PASSWORD) -> tuple[Any, str]:
     """A user, and an access token of theirs that every worker of both servers took (so each
     remembers the user)."""
-    user: Any = UserFactory(with_password=password)
+    user: Any = UserFactory(with_deployed_password=password)
     token = login(ports[0], user.username, password)
     assert statuses(ports, token) == {port: [200] * TRIES for port in ports}
     return user, token
@@ -111,7 +112,7 @@ def signed_in_on_both(ports: list[int], password: str = PASSWORD) -> tuple[Any, 
 def test_a_new_password_ends_the_old_access_tokens_on_every_server_at_once(two_servers):
     user, token = signed_in_on_both(two_servers)
 
-    user.set_password(NEW_PASSWORD)  # what the account page's form does
+    user.password = deployed_hash(NEW_PASSWORD)  # what the account page's form stores
     user.save()
 
     assert statuses(two_servers, token) == {port: [401] * TRIES for port in two_servers}

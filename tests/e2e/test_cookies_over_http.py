@@ -25,7 +25,7 @@ from mygpoclient import api
 from tests.factories import UserFactory
 from tests.servers import ROOT, gunicorn_service
 
-pytestmark = pytest.mark.usefixtures("transactional_db")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
 PASSWORD = "a long and unusual passphrase for plain http"
 TIMEOUT = 30
@@ -79,7 +79,7 @@ def service(tmp_path: Path, settings_dir: Path) -> Iterator[str]:
 
 @pytest.fixture
 def alice(transactional_db: None) -> Any:
-    return UserFactory(username="alice", with_password=PASSWORD)
+    return UserFactory(username="alice", with_deployed_password=PASSWORD)
 
 
 def basic() -> str:

@@ -4,6 +4,7 @@ import time
 from datetime import timedelta
 
 import psycopg
+import pytest
 import redis
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -15,6 +16,8 @@ from episodes import services as episodes
 from episodes.actions import actions_parsed
 from episodes.models import EpisodeAction
 from tests.helpers import subscribe, wait_until
+
+pytestmark = pytest.mark.e2e
 
 FEED = "https://example.com/show/{}.xml"
 

@@ -23,6 +23,8 @@ from tests import servers
 from tests.feedchecks.feedserver import FeedServer
 from tests.helpers import wait_until
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

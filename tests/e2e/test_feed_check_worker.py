@@ -1,21 +1,14 @@
 """Feed checks end to end: adds over the API, one message on a real Redis, a real Celery worker
 fetching feeds from a local server and changing the subscriptions (docs/api.md, "Feed identity")."""
 
-from collections.abc import Iterator
-
 import pytest
 
 from feedchecks.models import FeedCheck
 from subscriptions.models import Subscription
-from tests.feedchecks.feedserver import GUID, FeedServer, rss
+from tests.feedchecks.feedserver import GUID, rss
 from tests.helpers import wait_until
 
-
-@pytest.fixture
-def feed_server() -> Iterator[FeedServer]:
-    server = FeedServer().start()
-    yield server
-    server.stop()
+pytestmark = pytest.mark.e2e
 
 
 def test_a_worker_learns_each_added_feeds_guid_and_move(api, worker_factory, settings, feed_server):

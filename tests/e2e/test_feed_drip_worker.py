@@ -8,7 +8,6 @@ the fetches, but no longer than their deadline.
 """
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,19 +17,14 @@ from tests import servers
 from tests.feedchecks.feedserver import FeedServer
 from tests.helpers import subscribe, wait_until
 
+pytestmark = pytest.mark.e2e
+
 TIMEOUT = 3  # FEED_FETCH_TIMEOUT in the workers, seconds
 WORKER_SETTINGS = {
     "FEED_FETCH_ALLOWED_NETWORKS": "127.0.0.0/8",
     "FEED_FETCH_TIMEOUT": str(TIMEOUT),
 }
 FEED = "https://example.com/show/{}.xml"
-
-
-@pytest.fixture
-def feed_server() -> Iterator[FeedServer]:
-    server = FeedServer().start()
-    yield server
-    server.stop()
 
 
 def timed_deletion(api: Any, guid: str, worker: servers.Worker) -> float:

@@ -16,6 +16,8 @@ import pytest
 
 from tests.servers import ROOT, free_port
 
+pytestmark = pytest.mark.e2e
+
 LISTEN = "0A"  # the TCP state in /proc/net/tcp
 
 

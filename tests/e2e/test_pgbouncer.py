@@ -22,7 +22,7 @@ from tests.factories import UserFactory
 from tests.helpers import subscribe
 from tests.servers import gunicorn_service
 
-pytestmark = pytest.mark.usefixtures("transactional_db")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
 PASSWORD = "a long and unusual passphrase behind the pooler"
 
@@ -109,7 +109,7 @@ def load(port: int, username: str, guid: str) -> list[int]:
 
 
 def test_the_hot_paths_through_one_shared_server_connection(pooler, tmp_path):
-    user: Any = UserFactory(username="pooled", with_password=PASSWORD)
+    user: Any = UserFactory(username="pooled", with_deployed_password=PASSWORD)
     guid = str(subscribe(user, "https://pooled.example/feed.xml").guid)
     with serve(pooler, tmp_path, "transaction") as port:
         statuses = load(port, "pooled", guid)
@@ -121,7 +121,7 @@ def test_the_hot_paths_through_one_shared_server_connection(pooler, tmp_path):
 
 def test_session_mode_fails_behind_it(pooler, tmp_path):
     """The setting is what makes the difference: the same load in session mode gets errors."""
-    user: Any = UserFactory(username="pooled", with_password=PASSWORD)
+    user: Any = UserFactory(username="pooled", with_deployed_password=PASSWORD)
     guid = str(subscribe(user, "https://pooled.example/feed.xml").guid)
     with serve(pooler, tmp_path, "session") as port:
         statuses = load(port, "pooled", guid)

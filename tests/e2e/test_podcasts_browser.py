@@ -22,9 +22,9 @@ from feedchecks import services as feedchecks
 from subscriptions.models import Subscription
 from tests.e2e.browser import at_width, screenshot, sideways_scroll
 from tests.e2e.test_web_browser import Visit as WebVisit
+from tests.episodes.helpers import upload_actions
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
-from tests.web.conftest import upload_actions
 
 PASSWORD = "a long and unusual passphrase 31"
 TITLE = "Café Stories: the long-running show about everything"

@@ -15,7 +15,7 @@ from django.db import connection
 from tests.factories import UserFactory
 from tests.servers import gunicorn_service
 
-pytestmark = pytest.mark.usefixtures("transactional_db")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
 PASSWORD = "a long and unusual passphrase behind the proxy"
 LIMIT = 10  # THROTTLE_LOGIN_RATE's default, 10/min
@@ -72,7 +72,7 @@ def session_cookie(response: http.client.HTTPResponse) -> list[str]:
 
 
 def test_a_direct_clients_forged_forwarded_for_does_not_escape_the_lockout(service: int) -> None:
-    UserFactory(username="alice", with_password=PASSWORD)
+    UserFactory(username="alice", with_deployed_password=PASSWORD)
     statuses = [
         log_in(service, "alice", "wrong", DIRECT, **{"X-Forwarded-For": f"198.51.100.{n}"}).status
         for n in range(LIMIT + 3)
@@ -84,7 +84,7 @@ def test_a_direct_clients_forged_forwarded_for_does_not_escape_the_lockout(servi
 
 
 def test_the_proxys_forwarded_for_names_each_client(service: int) -> None:
-    UserFactory(username="carol", with_password=PASSWORD)
+    UserFactory(username="carol", with_deployed_password=PASSWORD)
     statuses = [
         log_in(service, "carol", "wrong", PROXY, **{"X-Forwarded-For": f"198.51.100.{n}"}).status
         for n in range(LIMIT + 3)
@@ -99,7 +99,7 @@ def test_the_proxys_forwarded_for_names_each_client(service: int) -> None:
 
 
 def test_only_the_proxys_forwarded_proto_makes_the_cookie_secure(service: int) -> None:
-    UserFactory(username="bob", with_password=PASSWORD)
+    UserFactory(username="bob", with_deployed_password=PASSWORD)
     https = {"X-Forwarded-Proto": "https"}
 
     direct = log_in(service, "bob", PASSWORD, DIRECT, **https)

@@ -12,6 +12,8 @@ from api import throttles
 from api.throttles import UserThrottle
 from tests.servers import free_port
 
+pytestmark = pytest.mark.e2e
+
 ADD = "/v1/subscriptions"
 BODY = {"subscriptions": [{"feed_url": "https://podnews.net/rss"}]}
 

@@ -1,9 +1,12 @@
-"""Actions stored as uploads would have stamped them, for histories too long to upload."""
+"""Episode actions stored as an app's upload stores them, and as uploads would have stamped them
+for histories too long to upload."""
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from episodes import services as episodes
+from episodes.actions import actions_parsed
 from episodes.models import EpisodeAction
 from subscriptions import feeds
 
@@ -26,3 +29,8 @@ def store_received(user: Any, seconds: Iterable[int], start: datetime, *, first:
         )
         for i, second in enumerate(seconds)
     )
+
+
+def upload_actions(user: Any, actions: list[dict[str, Any]]) -> None:
+    """Episode actions stored as an app's upload stores them."""
+    episodes.actions_upload(user=user, actions=actions_parsed(actions, limit=10_000))

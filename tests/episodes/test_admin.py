@@ -10,7 +10,7 @@ from django.test import Client
 
 from episodes.models import EpisodeAction
 from tests.factories import UserFactory
-from tests.gpodder.conftest import basic
+from tests.helpers import basic
 
 
 def test_staff_find_a_users_recent_actions_by_podcast_url(app, alice, bob):

@@ -17,8 +17,7 @@ from gpodder.models import Device
 from subscriptions import feeds
 from subscriptions import services as subscriptions
 from tests.episodes.helpers import store_received
-from tests.gpodder.conftest import basic
-from tests.helpers import assert_error, subscribe
+from tests.helpers import assert_error, basic, subscribe
 
 EPISODES = "/api/2/episodes/alice.json"
 # Actions stored per second of a history made up for a test.

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from episodes.models import EpisodeAction
 from gpodder.models import Device
 from tests.helpers import assert_error
-from tests.test_hostile_bodies import CORPUS
+from tests.hostile import CORPUS
 
 EPISODES = "/api/2/episodes/alice.json"
 OK = {"podcast": "https://a.example/feed", "episode": "https://a.example/1.mp3", "action": "new"}

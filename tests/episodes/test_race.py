@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from episodes import selectors, services
 from episodes.models import EpisodeAction
-from tests.gpodder.conftest import basic
+from tests.helpers import basic
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 

@@ -1,25 +1,14 @@
 """Staff see each feed's last check, result and error in the admin, read-only."""
 
 import uuid
-from typing import Any
 
 import pytest
-from django.test import Client
 
 from core import clock
 from feedchecks.models import FeedCheck
 from subscriptions import feeds
-from tests.factories import UserFactory
 
 FEEDCHECKS = "/admin/feedchecks/feedcheck/"
-
-
-@pytest.fixture
-def admin_client(db):
-    client = Client()
-    staff: Any = UserFactory(is_staff=True, is_superuser=True)
-    client.force_login(staff)
-    return client
 
 
 @pytest.fixture

@@ -18,14 +18,11 @@ from feedchecks.catalogue import catalogue_store
 from feedchecks.models import FeedCheck, FeedEpisode
 from subscriptions import feeds
 from subscriptions.services import SubscriptionUpdate, subscription_update
+from tests.episodes.helpers import upload_actions
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import GUID, FeedServer
-from tests.feedchecks.test_feed_identity import add, check_of, checks
+from tests.feedchecks.test_feed_identity import check_of
 from tests.helpers import subscribe
-from tests.test_admin import admin_client, staff
-from tests.web.conftest import upload_actions
-
-__all__ = ["add", "admin_client", "checks", "staff"]
 
 pytestmark = pytest.mark.django_db
 

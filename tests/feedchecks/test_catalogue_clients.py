@@ -3,7 +3,7 @@ against a live server whose feed checks fetch a real feed from a local server.
 
 mygpoclient 1.10 (the library inside gPodder), unmodified, subscribes and uploads episode
 actions as gPodder does: without guids, by the enclosure URL (one in another spelling of it). A
-replay of AntennaPod's requests (tests/episodes/test_clients.py) subscribes and uploads plays
+replay of AntennaPod's requests (tests/episodes/clients.py) subscribes and uploads plays
 with each item's guid, some under another URL than the feed's enclosure. Then the person signs
 in on the pages as a browser does and reads their history: each episode by its title in the
 feed, and the file name only for an episode the feed does not list.
@@ -20,14 +20,11 @@ import pytest
 import requests
 from mygpoclient import api, util
 
-from tests.e2e.browser import plain_http_cookies
-from tests.episodes.test_clients import AntennaPod
+from tests.episodes.clients import AntennaPod
 from tests.feedchecks.feedserver import FeedServer
-from tests.gpodder.conftest import PASSWORD, _forget_credentials, alice
+from tests.helpers import PASSWORD
 
-__all__ = ["_forget_credentials", "alice", "plain_http_cookies"]
-
-pytestmark = pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db", "plain_http_cookies")]
 
 TIMEOUT = 10
 MEDIA = "https://media.example/catalogue"

@@ -17,11 +17,9 @@ from subscriptions.models import Subscription
 from subscriptions.services import SubscriptionUpdate, subscription_update
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import BILLION_LAUGHS, GUID, rss
-from tests.feedchecks.test_feed_identity import add, check_of, checks
+from tests.feedchecks.test_feed_identity import check_of
 from tests.feedchecks.test_fetcher import TlsFeedServer
 from tests.helpers import migrate
-
-__all__ = ["add", "checks"]
 
 Failure = FeedCheck.Failure
 WEB_PAGE = b"<!doctype html><html><head><title>Welcome</title></head><body><p>Hi</p></body></html>"

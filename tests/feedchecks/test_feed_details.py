@@ -21,10 +21,8 @@ from subscriptions.services import (
     subscription_update,
 )
 from tests.feedchecks.feedserver import FeedServer
-from tests.feedchecks.test_feed_identity import add, check_of, checks
+from tests.feedchecks.test_feed_identity import check_of
 from tests.helpers import subscribe
-
-__all__ = ["add", "checks"]
 
 
 def rss(channel: str) -> bytes:

@@ -24,34 +24,6 @@ pytestmark = pytest.mark.django_db
 OTHER_GUID = "2d8bb39b-8d34-48d4-b223-a0d01eb27d71"
 
 
-@pytest.fixture
-def checks(settings):
-    """Feed checks on, allowed to reach the loopback feed server, with short limits."""
-    settings.FEED_CHECKS_ENABLED = True
-    settings.FEED_FETCH_ALLOWED_NETWORKS = ["127.0.0.0/8"]
-    settings.FEED_FETCH_CONNECT_TIMEOUT = 1.0
-    settings.FEED_FETCH_TIMEOUT = 1.5
-    settings.FEED_FETCH_MAX_BYTES = 256 * 1024
-    settings.FEED_CHECK_INTERVAL = 3600
-    return settings
-
-
-@pytest.fixture
-def add(django_capture_on_commit_callbacks):
-    """Subscribe through the service and run what it sends after commit (the check task)."""
-
-    def add(user, url, guid=None):
-        with django_capture_on_commit_callbacks(execute=True):
-            sub = subscribe(user, url, guid)
-        return Subscription.objects.get(pk=sub.pk) if _exists(sub) else None
-
-    return add
-
-
-def _exists(sub):
-    return Subscription.objects.filter(pk=sub.pk).exists()
-
-
 def the_sub(user):
     (sub,) = Subscription.objects.filter(user=user)
     return sub

@@ -18,10 +18,8 @@ from subscriptions import feeds, opml
 from subscriptions.models import Subscription
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
-from tests.feedchecks.test_feed_identity import add, check_of, checks
+from tests.feedchecks.test_feed_identity import check_of
 from tests.helpers import assert_error, subscribe
-
-__all__ = ["add", "checks"]
 
 PASSWORD = "correct horse battery staple"
 # U+FFFF and U+FFFE as raw UTF-8 (a feedparser fallback reads what expat refuses) and as

@@ -12,9 +12,7 @@ from accounts.throttles import LoginThrottle
 from gpodder.authentication import credentials
 from gpodder.models import Device, DeviceFeed
 from subscriptions.models import Subscription
-from tests.conftest import client_for
-from tests.gpodder.conftest import PASSWORD, basic
-from tests.helpers import assert_error, subscribe
+from tests.helpers import PASSWORD, assert_error, basic, client_for, subscribe
 
 SUBS = "/api/2/subscriptions/alice/phone.json"
 REALM = 'Basic realm="opa-subscriptions"'

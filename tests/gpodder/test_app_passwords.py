@@ -1,18 +1,15 @@
 """gpodder apps with an app password (docs/gpodder-api.md, "Authentication"): Basic accepts it,
-the session cookie it sets remembers it, and revoking it ends both at once; mygpoclient, the
-library inside gPodder, syncs with one."""
+the session cookie it sets remembers it, and revoking it ends both at once (mygpoclient, the
+library inside gPodder, syncs with one: test_mygpoclient.py)."""
 
 from typing import Any
 
-import pytest
 from django.test import Client
-from mygpoclient import api, http
 from rest_framework.test import APIClient
 
 from accounts import services
 from gpodder.authentication import credentials
-from tests.gpodder.conftest import PASSWORD, basic
-from tests.helpers import assert_error
+from tests.helpers import PASSWORD, assert_error, basic
 
 DEVICES = "/api/2/devices/alice.json"
 
@@ -77,26 +74,6 @@ def test_a_wrong_app_password_is_a_401_with_the_realm(alice: Any) -> None:
     )
     assert_error(answer, 401)
     assert answer["WWW-Authenticate"] == 'Basic realm="opa-subscriptions"'
-
-
-@pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
-def test_mygpoclient_syncs_with_an_app_password(live_server: Any, alice: Any) -> None:
-    made, secret = services.app_password_create(user=alice, name="gPodder on the laptop")
-    client = api.MygPodderClient("alice", secret, root_url=live_server.url)
-    assert client.update_device_settings("laptop", caption="Laptop", type="laptop") is True
-    result = client.update_subscriptions("laptop", add_urls=["https://podnews.net/rss"])
-    assert client.pull_subscriptions("laptop", since=0).add == ["https://podnews.net/rss"]
-    assert result.since > 0
-    # More calls than mygpoclient sends credentials for: they ride on the cookie.
-    for _ in range(3):
-        assert [d.device_id for d in client.get_devices()] == ["laptop"]
-
-    services.app_password_revoke(user=alice, app_password_id=made.pk)
-    with pytest.raises(http.Unauthorized):
-        client.get_devices()
-    with pytest.raises(http.Unauthorized):
-        api.MygPodderClient("alice", secret, root_url=live_server.url).get_devices()
-    assert api.MygPodderClient("alice", PASSWORD, root_url=live_server.url).get_devices()
 
 
 def test_signing_in_on_the_pages_over_an_app_passwords_session_opens_them(alice: Any) -> None:

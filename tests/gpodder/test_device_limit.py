@@ -15,8 +15,7 @@ from episodes.models import EpisodeAction
 from gpodder import services
 from gpodder.models import Device, DeviceFeed
 from subscriptions.models import Subscription
-from tests.gpodder.conftest import basic
-from tests.helpers import assert_error, at_once, subscribe
+from tests.helpers import assert_error, at_once, basic, subscribe
 
 LIMIT = 3
 

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from gpodder.models import Device, DeviceFeed
 from subscriptions.models import Subscription, SubscriptionFeed
 from tests.helpers import assert_error, subscribe
-from tests.test_hostile_bodies import CORPUS
+from tests.hostile import CORPUS
 
 ENDPOINTS = {
     "device settings": ("post", "/api/2/devices/alice/phone.json"),

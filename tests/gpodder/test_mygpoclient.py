@@ -2,7 +2,8 @@
 
 It sends credentials only after a 401 with a Basic realm, at most three times per client
 object, then relies on the session cookie; it posts JSON labelled as a form; it counts only an
-empty 200 as success for device settings and the simple API's PUT.
+empty 200 as success for device settings and the simple API's PUT. It syncs with an app password
+too (docs/gpodder-api.md, "Authentication").
 """
 
 from typing import Any
@@ -10,10 +11,11 @@ from typing import Any
 import pytest
 from mygpoclient import api, http
 
+from accounts import services
 from subscriptions.models import Subscription
-from tests.gpodder.conftest import PASSWORD
+from tests.helpers import PASSWORD
 
-pytestmark = pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db", "plain_http_cookies")]
 
 
 @pytest.fixture
@@ -75,7 +77,7 @@ def test_wrong_password_and_another_users_path_are_refused(live_server, alice, b
 def test_gpodder_follows_a_move_and_is_answered_the_new_url(client, alice):
     """gPodder rewrites its URLs as update_urls say: from then on it holds the new URL, and is
     answered in it; an app that does not follow update_urls keeps the old one."""
-    from tests.conftest import client_for
+    from tests.helpers import client_for
 
     client.update_subscriptions("gpodder", add_urls=["https://old.example/feed"])
     opa = client_for(alice)
@@ -90,3 +92,23 @@ def test_gpodder_follows_a_move_and_is_answered_the_new_url(client, alice):
     assert client.pull_subscriptions("gpodder", since=result.since).remove == [
         "https://new.example/feed"
     ]
+
+
+@pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
+def test_mygpoclient_syncs_with_an_app_password(live_server: Any, alice: Any) -> None:
+    made, secret = services.app_password_create(user=alice, name="gPodder on the laptop")
+    client = api.MygPodderClient("alice", secret, root_url=live_server.url)
+    assert client.update_device_settings("laptop", caption="Laptop", type="laptop") is True
+    result = client.update_subscriptions("laptop", add_urls=["https://podnews.net/rss"])
+    assert client.pull_subscriptions("laptop", since=0).add == ["https://podnews.net/rss"]
+    assert result.since > 0
+    # More calls than mygpoclient sends credentials for: they ride on the cookie.
+    for _ in range(3):
+        assert [d.device_id for d in client.get_devices()] == ["laptop"]
+
+    services.app_password_revoke(user=alice, app_password_id=made.pk)
+    with pytest.raises(http.Unauthorized):
+        client.get_devices()
+    with pytest.raises(http.Unauthorized):
+        api.MygPodderClient("alice", secret, root_url=live_server.url).get_devices()
+    assert api.MygPodderClient("alice", PASSWORD, root_url=live_server.url).get_devices()

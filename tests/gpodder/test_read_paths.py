@@ -17,8 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from gpodder.models import Device, DeviceSyncEvent
-from tests.gpodder.conftest import PASSWORD, basic
-from tests.nextcloud.conftest import nextcloud_client
+from tests.helpers import PASSWORD, basic
+from tests.nextcloud.helpers import nextcloud_client
 
 WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 FEED = "https://feeds.example.com/show.xml"

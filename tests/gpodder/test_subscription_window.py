@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from tests.gpodder.test_client_replays import AntennaPod, Kasts
+from tests.gpodder.clients import AntennaPod, Kasts
 
-pytestmark = pytest.mark.usefixtures("transactional_db", "plain_http_cookies")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db", "plain_http_cookies")]
 
 
 def test_a_feed_added_elsewhere_between_antennapods_pull_and_upload_reaches_it(

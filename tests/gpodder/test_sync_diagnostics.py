@@ -17,7 +17,7 @@ from core.db import sql
 from gpodder import diagnostics
 from gpodder.models import SYNC_EVENTS_KEPT, Device, DeviceSyncEvent
 from gpodder.services import device_touch
-from tests.gpodder.conftest import basic
+from tests.helpers import basic
 
 ANTENNAPOD = "AntennaPod/3.5.0"
 FEED = "https://feeds.example/show.xml"

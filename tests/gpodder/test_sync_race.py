@@ -10,7 +10,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from subscriptions import services
-from tests.gpodder.conftest import basic
+from tests.helpers import basic
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 

@@ -18,6 +18,8 @@ import pytest
 
 from tests import servers
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

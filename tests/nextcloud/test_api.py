@@ -17,8 +17,8 @@ from nextcloud.models import ActionsRead
 from nextcloud.services import device_id_for
 from subscriptions.models import Subscription
 from tests.episodes.helpers import store_received
-from tests.helpers import Clock, assert_error, subscribe
-from tests.nextcloud.conftest import APP, app_password, basic, body, nextcloud_client
+from tests.helpers import Clock, assert_error, basic, subscribe
+from tests.nextcloud.helpers import APP, app_password, body, nextcloud_client
 
 FEED = "https://feeds.example.com/show.xml"
 

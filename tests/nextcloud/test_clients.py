@@ -30,8 +30,8 @@ from rest_framework.test import APIClient
 from episodes.models import EpisodeAction
 from gpodder.models import Device
 from subscriptions.models import Subscription
-from tests.conftest import client_for
-from tests.nextcloud.conftest import APP, app_password, body
+from tests.helpers import client_for
+from tests.nextcloud.helpers import APP, app_password, body
 
 FEED = "https://feeds.example.com/show.xml"
 OTHER_FEED = "https://other.example.com/feed.rss"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tests.api.test_database_away import AWAY, away_answer, database_away
-from tests.nextcloud.conftest import APP
+from tests.helpers import AWAY, away_answer, database_away
+from tests.nextcloud.helpers import APP
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 

@@ -11,8 +11,8 @@ from episodes.models import EpisodeAction
 from gpodder.models import Device, DeviceFeed
 from subscriptions.models import Subscription, SubscriptionFeed
 from tests.helpers import assert_error, subscribe
-from tests.nextcloud.conftest import APP
-from tests.test_hostile_bodies import CORPUS
+from tests.hostile import CORPUS
+from tests.nextcloud.helpers import APP
 
 ENDPOINTS = {
     "subscription change": f"{APP}/subscription_change/create",

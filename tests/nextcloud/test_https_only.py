@@ -6,8 +6,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tests.helpers import assert_error
-from tests.nextcloud.conftest import basic
+from tests.helpers import assert_error, basic
 
 PATHS = [
     ("post", "/index.php/login/v2"),

@@ -17,10 +17,9 @@ from nextcloud import flows
 from nextcloud.flow_views import LoginFlowThrottle
 from nextcloud.models import LoginFlow
 from tests.helpers import Clock, at_once
-from tests.web.conftest import PASSWORD, page, person, stranger
+from tests.web.helpers import PASSWORD
 
 ANTENNAPOD = "AntennaPod/3.5.0"
-__all__ = ["page", "person", "stranger"]  # the pages' fixtures
 TOKEN = re.compile(r"^[A-Za-z0-9]{64}$")
 STARTS = ["/index.php/login/v2", "/index.php/login/v2/", "/login/v2", "/login/v2/"]
 

@@ -5,7 +5,7 @@ still reach it, however long the gap (docs/nextcloud.md, "Subscriptions")."""
 from typing import Any
 
 from tests.helpers import Clock
-from tests.nextcloud.conftest import APP, app_password, body, nextcloud_client
+from tests.nextcloud.helpers import APP, app_password, body, nextcloud_client
 
 PHONE_FEED = "https://phone.example.com/feed.xml"
 TABLET_FEED = "https://tablet.example.com/feed.xml"

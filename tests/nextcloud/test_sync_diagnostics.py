@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from gpodder.models import DeviceSyncEvent
 from nextcloud.services import device_id_for
-from tests.nextcloud.conftest import APP, app_password, body, nextcloud_client
+from tests.nextcloud.helpers import APP, app_password, body, nextcloud_client
 
 ANTENNAPOD = "AntennaPod/3.8.0"
 FEED = "https://feeds.example/show.xml"

@@ -16,8 +16,7 @@ from rest_framework_simplejwt.tokens import AccessToken
 from api.throttles import UserThrottle
 from subscriptions import feeds, selectors, services
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
-from tests.conftest import client_for
-from tests.helpers import nodes, plan_of
+from tests.helpers import client_for, nodes, plan_of
 
 ADD = "/v1/subscriptions"
 PODNEWS = "https://podnews.net/rss"

@@ -11,8 +11,7 @@ from functools import partial
 import pytest
 
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
-from tests.conftest import client_for
-from tests.helpers import at_once, subscribe
+from tests.helpers import at_once, client_for, subscribe
 
 PODNEWS = "https://podnews.net/rss"
 PODNEWS_GUID = "9b024349-ccf0-5f69-a609-6b82873eab3c"

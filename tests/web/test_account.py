@@ -12,9 +12,10 @@ from rest_framework.test import APIClient
 from deletions.models import AccountDeletion
 from gpodder.services import device_touch
 from subscriptions.models import Subscription
+from tests.episodes.helpers import upload_actions
 from tests.factories import UserFactory
 from tests.helpers import subscribe
-from tests.web.conftest import PASSWORD, upload_actions
+from tests.web.helpers import PASSWORD
 
 
 def made_secret(page: Client, name: str) -> str:

@@ -14,7 +14,7 @@ from accounts import services as accounts
 from accounts.models import AppPassword
 from nextcloud import flows
 from tests.factories import UserFactory
-from tests.web.conftest import PASSWORD
+from tests.web.helpers import PASSWORD
 
 ANTENNAPOD = "AntennaPod/3.5.0"
 

@@ -13,8 +13,8 @@ from gpodder.services import device_touch, device_update, subscription_upload
 from subscriptions import feeds
 from subscriptions.models import Subscription
 from subscriptions.services import SubscriptionUpdate, subscription_update
+from tests.episodes.helpers import upload_actions
 from tests.helpers import billion_laughs, subscribe
-from tests.web.conftest import upload_actions
 
 
 def opml_file(*urls: str, name: str = "apps.opml") -> SimpleUploadedFile:

@@ -19,8 +19,8 @@ from gpodder import diagnostics
 from gpodder.models import SYNC_EVENTS_KEPT, Device, DeviceSyncEvent
 from gpodder.services import device_touch
 from nextcloud.services import app_device_ids, device_id_for
-from tests.gpodder.conftest import basic
-from tests.web.conftest import PASSWORD
+from tests.helpers import basic
+from tests.web.helpers import PASSWORD
 
 FEED = "https://feeds.example/show.xml"
 SUBSCRIPTIONS = "/api/2/subscriptions/alice/phone.json"

@@ -3,7 +3,6 @@
 
 import html
 import re
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -273,13 +272,6 @@ def test_the_list_and_the_page_read_it_at_the_same_cost_for_1_and_60_failing_fee
 
 
 # --- Check now -----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def feed_server() -> Iterator[FeedServer]:
-    server = FeedServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

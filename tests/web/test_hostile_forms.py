@@ -12,7 +12,7 @@ from gpodder.models import Device
 from gpodder.services import device_touch
 from subscriptions.models import Subscription
 from tests.helpers import subscribe
-from tests.test_hostile_bodies import CORPUS
+from tests.hostile import CORPUS
 
 FORMS = {
     "application/x-www-form-urlencoded": [

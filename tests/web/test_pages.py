@@ -16,8 +16,8 @@ from gpodder.selectors import SyncDiagnostics
 from gpodder.services import device_touch, subscription_upload
 from subscriptions import feeds
 from subscriptions.models import Subscription
+from tests.episodes.helpers import upload_actions
 from tests.helpers import subscribe
-from tests.web.conftest import upload_actions
 from web import selectors
 
 PAGES = ["/podcasts/", "/devices/", "/history/", "/data/", "/account/", "/account/delete/"]

@@ -15,9 +15,9 @@ from feedchecks import services as feedchecks
 from feedchecks.models import FeedCheck
 from subscriptions import feeds, signals
 from subscriptions.models import Subscription, SubscriptionFeed, SubscriptionGuid
+from tests.episodes.helpers import upload_actions
 from tests.feedchecks.feedserver import FeedServer, rss
 from tests.helpers import subscribe
-from tests.web.conftest import upload_actions
 from tests.web.test_hostile_forms import FORMS
 
 ADD = "/podcasts/add/"

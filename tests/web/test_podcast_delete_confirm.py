@@ -14,8 +14,8 @@ from feedchecks.models import FeedCheck
 from subscriptions import feeds
 from subscriptions.models import Subscription
 from subscriptions.services import SubscriptionUpdate, subscription_update
+from tests.episodes.helpers import upload_actions
 from tests.helpers import subscribe
-from tests.web.conftest import upload_actions
 
 
 def confirm_path(sub: Any) -> str:

@@ -9,7 +9,7 @@ from django.test import Client
 
 from accounts.throttles import LoginThrottle, RegistrationThrottle
 from tests.factories import UserFactory
-from tests.web.conftest import PASSWORD
+from tests.web.helpers import PASSWORD
 
 
 def test_sign_in_with_the_password_then_out(client: Client, person: Any) -> None:

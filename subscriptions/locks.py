@@ -1,0 +1,76 @@
+"""The lock on one user's writes and the time they are stamped with (docs/sync.md): taken by
+every write of a user's subscriptions (subscriptions, gpodder, deletions, web), shared by
+the reads that answer a timestamp."""
+
+from datetime import datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.db import connection, models
+from django.db.models import ExpressionWrapper, F, Func, OuterRef, Subquery, Value
+
+from core import clock
+from core.db import locks
+from core.exceptions import NotAuthorized
+from subscriptions.models import Subscription
+
+
+def lock_user_writes(user_id: int, *, inactive: bool = False) -> datetime:
+    """Serialise one user's writes (until the transaction ends); return the time to stamp them.
+
+    Taken exclusively, first, by every write of the user's subscriptions: the
+    user's row (FOR UPDATE) and the advisory lock hold_user_writes shares, in one query.
+    Concurrent adds of one feed then make one subscription, and a merge never races a deletion.
+    The time is the clock's, but always after the user's latest change, so that a list's `since`
+    (strictly later than) never misses a change: not one made in the same millisecond as the
+    last, nor one made on a machine whose clock is behind another's.
+
+    NotAuthorized when the user is gone, or inactive unless `inactive` (the deletions' work on
+    an account they deactivated): a request authenticated before its account was deleted or
+    deactivated writes nothing after that committed (docs/api.md, "Deleting an account"). The
+    lock waits for a deletion or deactivation under way, then reads what it committed.
+    """
+    return lock_user_writes_after(user_id, inactive=inactive)[0]
+
+
+def lock_user_writes_after(
+    user_id: int, *, inactive: bool = False
+) -> tuple[datetime, datetime | None]:
+    """lock_user_writes, with the time of the user's latest change before these writes (None:
+    none yet), read in the same query."""
+    latest = Subscription.objects.filter(user=OuterRef("pk")).order_by("-changed")
+    users = get_user_model().objects.filter(pk=user_id)
+    if not inactive:
+        users = users.filter(is_active=True)
+    locked = users.select_for_update(of=("self",)).annotate(
+        latest=Subquery(latest.values("changed")[:1])
+    )
+    if connection.vendor == "postgresql":
+        # Also the lock hold_user_writes shares, taken in the same query.
+        held = Func(Value(locks.USER_WRITES), F("pk"), function="pg_advisory_xact_lock")
+        locked = locked.annotate(held=ExpressionWrapper(held, output_field=models.TextField()))
+        found = locked.values_list("latest", "held").first()
+    else:
+        found = locked.values_list("latest", "pk").first()
+    if found is None:
+        raise NotAuthorized()
+    last_change = found[0]
+    now = clock.now()
+    if last_change is not None and last_change >= now:
+        return last_change + timedelta(milliseconds=1), last_change
+    return now, last_change
+
+
+def hold_user_writes(user_id: int) -> datetime | None:
+    """Wait until no write of the user is under way, and keep new ones waiting until the current
+    transaction ends; return the time of the user's latest change (None: none yet).
+
+    Shared, by the gpodder syncs that answer a timestamp: reads holding it run side by side,
+    and what they read cannot be joined later by a change stamped earlier (every writer takes
+    it exclusively first: lock_user_writes).
+    """
+    return locks.hold_then_read(
+        locks.USER_WRITES,
+        user_id,
+        f"SELECT MAX(changed) FROM {Subscription._meta.db_table} WHERE user_id = %s",
+        Subscription._meta.get_field("changed"),
+    )
