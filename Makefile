@@ -52,9 +52,11 @@ HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud t
 PYTHONS_SLICE := tests/api tests/subscriptions tests/gpodder tests/episodes tests/nextcloud \
 	tests/home tests/accounts/test_migrations.py
 
+# Each run in two processes (pytest-xdist), each with its own PostgreSQL (and PgBouncer), Redis,
+# ports and database (tests/conftest.py); the main run names its 15 slowest tests.
 test: lint servers
-	$(BIN)/pytest -n 2  # two processes, each with a database of its own (pytest-django)
-	DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 $(BIN)/pytest --reuse-db $(POOLED_SLICE)
+	$(BIN)/pytest -n 2 --durations=15
+	DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 $(BIN)/pytest -p no:cacheprovider -n 2 --reuse-db $(POOLED_SLICE)
 	TEST_HOME_SERVER=1 $(BIN)/pytest -p no:cacheprovider -n 2 -m "not postgresql" $(HOME_SLICE)
 	./scripts/test-pythons.sh $(BIN)/python $(PYTHONS_SLICE)
 

@@ -396,44 +396,52 @@ def table_semantics_lost(browser: WebDriver) -> list[str]:
 
 
 def visit_all(
-    browser: WebDriver, base: str, site: Site, pages: list[Page], tmp_path: Path
+    browser: WebDriver, base: str, site: Site, pages: list[Page], tmp_path: Path, width: int
 ) -> list[str]:
     found = []
     for page in pages:
-        for width in WIDTHS:
-            at_width(browser, width)
-            browser.get(base + page.path(site))
-            if page.then is not None:
-                page.then(browser, tmp_path)
-            found += problems_of(
-                browser,
-                f"{page.name} at {width}px",
-                width=width,
-                signed_in=page.signed_in,
-                not_found=page.name in NOT_FOUND,
-            )
-            if width in PHONES or page.name in LAPTOP_SCREENSHOTS:
-                whole_page_screenshot(browser, f"phone-{page.name}-{width}")
+        at_width(browser, width)
+        browser.get(base + page.path(site))
+        if page.then is not None:
+            page.then(browser, tmp_path)
+        found += problems_of(
+            browser,
+            f"{page.name} at {width}px",
+            width=width,
+            signed_in=page.signed_in,
+            not_found=page.name in NOT_FOUND,
+        )
+        if width in PHONES or page.name in LAPTOP_SCREENSHOTS:
+            whole_page_screenshot(browser, f"phone-{page.name}-{width}")
     at_width(browser, None)
     return found
 
 
+# A width per test: the suite's processes share the visits out.
+@pytest.mark.parametrize("width", WIDTHS)
 def test_every_page_fits_a_phone_and_a_laptop(
-    live_server: Any, browser: WebDriver, feeds: FeedServer, settings: Any, tmp_path: Path
+    live_server: Any,
+    browser: WebDriver,
+    feeds: FeedServer,
+    settings: Any,
+    tmp_path: Path,
+    width: int,
 ) -> None:
     settings.REGISTRATION_OPEN = True
     person: Any = UserFactory(username=USERNAME, with_password=PASSWORD)
     site = realistic_data(person, feeds)
 
     found = visit_all(
-        browser, live_server.url, site, [p for p in PAGES if not p.signed_in], tmp_path
+        browser, live_server.url, site, [p for p in PAGES if not p.signed_in], tmp_path, width
     )
     browser.get(f"{live_server.url}/login/")
     browser.find_element(By.NAME, "username").send_keys(USERNAME)
     browser.find_element(By.NAME, "password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
     wait_until(lambda: "/podcasts/" in browser.current_url, 20, "the signed-in page")
-    found += visit_all(browser, live_server.url, site, [p for p in PAGES if p.signed_in], tmp_path)
+    found += visit_all(
+        browser, live_server.url, site, [p for p in PAGES if p.signed_in], tmp_path, width
+    )
 
     assert not found, "\n".join(found)
 
