@@ -175,8 +175,6 @@ def page(person: Any) -> Client:
 
 
 # --- The admin: staff signed in, and a subscription each of alice and bob -----------------------
-# The admin's tests, where nobody signs in, make alice and bob without a password, as UserFactory
-# makes an account (tests/subscriptions/conftest.py, and core's and deletions' test_admin.py).
 
 
 @pytest.fixture

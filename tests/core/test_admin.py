@@ -18,17 +18,6 @@ SUBSCRIPTIONS = "/admin/subscriptions/subscription/"
 DELETIONS = "/admin/deletions/deletion/"
 
 
-# Nobody signs in here: alice and bob without a password, as UserFactory makes an account.
-@pytest.fixture
-def alice(db: None) -> Any:
-    return UserFactory(username="alice")
-
-
-@pytest.fixture
-def bob(db: None) -> Any:
-    return UserFactory(username="bob")
-
-
 def count_queries(client: Client, url: str) -> int:
     with CaptureQueriesContext(connection) as queries:
         assert client.get(url).status_code == 200

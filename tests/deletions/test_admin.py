@@ -4,20 +4,11 @@ one, and send a failed one again through the service."""
 from datetime import timedelta
 from typing import Any
 
-import pytest
-
 from deletions.models import Deletion
 from subscriptions.models import Subscription
-from tests.factories import UserFactory
 from tests.helpers import listed, make_deletion
 
 DELETIONS = "/admin/deletions/deletion/"
-
-
-# Nobody signs in here: alice without a password, as UserFactory makes an account.
-@pytest.fixture
-def alice(db: None) -> Any:
-    return UserFactory(username="alice")
 
 
 def test_filter_deletions_by_status(admin_client, alice):
