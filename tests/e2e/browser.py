@@ -115,6 +115,12 @@ def sideways_scroll(driver: WebDriver) -> int:
     )
 
 
+def count(driver: WebDriver, css: str) -> int:
+    """How many elements match `css`, at once: find_elements waits out the implicit wait for one
+    to appear, so asking it whether something is absent costs five seconds."""
+    return int(driver.execute_script("return document.querySelectorAll(arguments[0]).length", css))
+
+
 def accessibility_violations(driver: WebDriver) -> list[str]:
     """axe-core's serious and critical violations on the page the browser shows, one line each."""
     results = Axe().run(driver)

@@ -25,6 +25,7 @@ from tests.e2e.browser import (
     OUTPUT_DIR,
     accessibility_violations,
     at_width,
+    count,
     screenshot,
     sideways_scroll,
 )
@@ -139,7 +140,7 @@ def test_staff_search_episode_actions_by_podcast_url_and_open_one(
     assert "1234" in page
     assert "phone" in page
     # Read-only: no save button.
-    assert not browser.find_elements(By.NAME, "_save")
+    assert not count(browser, "[name=_save]")
 
 
 def checked(browser: WebDriver, name: str) -> None:

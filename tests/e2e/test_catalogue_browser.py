@@ -23,7 +23,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from feedchecks import services as feedchecks
-from tests.e2e.browser import at_width, screenshot, sideways_scroll
+from tests.e2e.browser import at_width, count, screenshot, sideways_scroll
 from tests.e2e.test_web_browser import Visit
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
@@ -156,11 +156,6 @@ def sign_in(visit: Visit) -> None:
     visit.browser.find_element(By.NAME, "password").send_keys(PASSWORD)
     visit.click("main button[type=submit]")
     wait_until(lambda: "/podcasts/" in visit.browser.current_url, 20, "the signed-in page")
-
-
-def count(browser: WebDriver, css: str) -> int:
-    """Elements matching `css`, at once (find_elements would wait for one to appear)."""
-    return int(browser.execute_script(f"return document.querySelectorAll({css!r}).length"))
 
 
 def assert_nothing_injected(browser: WebDriver) -> None:

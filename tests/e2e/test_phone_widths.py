@@ -36,7 +36,12 @@ from gpodder import services as gpodder
 from nextcloud import flows
 from subscriptions import services as subscriptions
 from subscriptions.services import AddEntry, SubscriptionUpdate
-from tests.e2e.browser import accessibility_violations, at_width, whole_page_screenshot
+from tests.e2e.browser import (
+    accessibility_violations,
+    at_width,
+    count,
+    whole_page_screenshot,
+)
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
 from tests.helpers import subscribe, wait_until
@@ -360,7 +365,7 @@ def problems_of(
     """What is wrong with the page the browser shows, one line each."""
     found = []
     title = browser.title
-    if not_found != ("not found" in title.lower()) or not browser.find_elements(By.ID, "main"):
+    if not_found != ("not found" in title.lower()) or not count(browser, "#main"):
         found.append(f"{name}: the page is {title!r}")
     measured = browser.execute_script(MEASURE, width)
     if measured["wider"] > 0:
@@ -378,7 +383,7 @@ def problems_of(
 def table_semantics_lost(browser: WebDriver) -> list[str]:
     """What screen readers would no longer read as a table, laid out as a list or not: each
     table, header and cell the page has is one in the accessibility tree."""
-    if not browser.find_elements(By.CSS_SELECTOR, "main table"):
+    if not count(browser, "main table"):
         return []
     tree = browser.execute_cdp_cmd("Accessibility.getFullAXTree", {})["nodes"]
     roles = [node["role"]["value"] for node in tree if not node.get("ignored") and "role" in node]
@@ -388,7 +393,7 @@ def table_semantics_lost(browser: WebDriver) -> list[str]:
         ("th", {"columnheader", "rowheader"}),
         ("td", {"cell", "gridcell"}),
     ):
-        elements = len(browser.find_elements(By.CSS_SELECTOR, f"main {tag}"))
+        elements = count(browser, f"main {tag}")
         read = sum(role in kinds for role in roles)
         if read < elements:
             lost.append(f"{elements} {tag} but {read} {' or '.join(sorted(kinds))}")

@@ -20,7 +20,7 @@ from selenium.webdriver.support import expected_conditions
 from episodes.models import EpisodeAction
 from feedchecks import services as feedchecks
 from subscriptions.models import Subscription
-from tests.e2e.browser import at_width, screenshot, sideways_scroll
+from tests.e2e.browser import at_width, count, screenshot, sideways_scroll
 from tests.e2e.test_web_browser import Visit as WebVisit
 from tests.episodes.helpers import upload_actions
 from tests.factories import UserFactory
@@ -118,7 +118,7 @@ def test_a_person_adds_a_podcast_by_its_address_and_deletes_it_through_the_confi
     visit.wait.until(expected_conditions.url_contains("/podcasts/"))
     # No podcast yet: the form to add one, and no filters.
     visit.check("/podcasts/ (empty)")
-    assert not browser.find_elements(By.CSS_SELECTOR, "form[role=search]")
+    assert not count(browser, "form[role=search]")
     assert "No podcasts yet" in visit.text()
 
     # An address that cannot be a feed is refused in words, and nothing is added.
@@ -160,7 +160,7 @@ def test_a_person_adds_a_podcast_by_its_address_and_deletes_it_through_the_confi
     visit.wait.until(
         expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, "ul.podcasts"), TITLE)
     )
-    visit.wait.until(lambda _: not browser.find_elements(By.CSS_SELECTOR, "[data-refresh]"))
+    visit.wait.until(lambda _: not count(browser, "[data-refresh]"))
     visit.check("/podcasts/ (titled)")
     screenshot(browser, "add-desktop")
     sub = Subscription.objects.get(user=person)
