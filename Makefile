@@ -47,18 +47,20 @@ POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions
 # The suites that run a second time on SQLite under the home server's settings (make run's).
 HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/web tests/staff
 
-# What each other supported Python found here runs (scripts/test-pythons.sh): the API suites,
-# the home server's start, and the migrations.
-PYTHONS_SLICE := tests/api tests/subscriptions tests/gpodder tests/episodes tests/nextcloud \
-	tests/home tests/accounts/test_migrations.py
+# What each other supported Python found here runs besides the slice above that it takes
+# (scripts/test-slices.sh): the API's platform suite, the home server's start, the migrations.
+PYTHONS_SLICE := tests/api tests/home tests/accounts/test_migrations.py
 
-# Each run in two processes (pytest-xdist), each with its own PostgreSQL (and PgBouncer), Redis,
-# ports and database (tests/conftest.py); the main run names its 15 slowest tests.
+# The main run in two processes (pytest-xdist), each with its own PostgreSQL, Redis, ports and
+# database (tests/conftest.py), naming its 15 slowest tests; then the slices above side by side,
+# on the other supported Pythons. Bytecode is written (a shell that sets PYTHONDONTWRITEBYTECODE
+# made every process, servers and workers included, compile the project and pytest rewrite every
+# test module again).
+test: export PYTHONDONTWRITEBYTECODE :=
 test: lint servers
 	$(BIN)/pytest -n 2 --durations=15
-	DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 $(BIN)/pytest -p no:cacheprovider -n 2 --reuse-db $(POOLED_SLICE)
-	TEST_HOME_SERVER=1 $(BIN)/pytest -p no:cacheprovider -n 2 -m "not postgresql" $(HOME_SLICE)
-	./scripts/test-pythons.sh $(BIN)/python $(PYTHONS_SLICE)
+	POOLED_SLICE="$(POOLED_SLICE)" HOME_SLICE="$(HOME_SLICE)" PYTHONS_SLICE="$(PYTHONS_SLICE)" \
+		./scripts/test-slices.sh $(BIN)/python
 
 # The image and both compose layouts built and run with podman (docs/containers.md, "Testing the
 # image"): podman and a local Debian base image made first when missing, the home server synced
