@@ -121,6 +121,12 @@ def count(driver: WebDriver, css: str) -> int:
     return int(driver.execute_script("return document.querySelectorAll(arguments[0]).length", css))
 
 
+def main_text(driver: WebDriver) -> str:
+    """The text of the page's main element, read in one step: an element found first and read
+    after goes stale when a form's answer replaces the page in between."""
+    return str(driver.execute_script('return document.querySelector("main")?.innerText ?? ""'))
+
+
 def accessibility_violations(driver: WebDriver) -> list[str]:
     """axe-core's serious and critical violations on the page the browser shows, one line each."""
     results = Axe().run(driver)

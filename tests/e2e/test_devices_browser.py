@@ -26,6 +26,7 @@ from nextcloud.services import app_device_ids, device_id_for
 from tests.e2e.browser import (
     accessibility_violations,
     at_width,
+    main_text,
     sideways_scroll,
     whole_page_screenshot,
 )
@@ -122,10 +123,6 @@ def checked(browser: WebDriver, base: str, path: str, shots: str | None = None) 
             whole_page_screenshot(browser, f"{shots}-{'desktop' if width == DESKTOP else width}")
     at_width(browser, None)
     return found
-
-
-def main_text(browser: WebDriver) -> str:
-    return browser.find_element(By.TAG_NAME, "main").text
 
 
 def test_a_person_reads_what_each_device_last_did_then_removes_and_revokes(

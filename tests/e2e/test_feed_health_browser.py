@@ -24,7 +24,13 @@ from feedchecks import services as feedchecks
 from feedchecks.models import FeedCheck
 from subscriptions import feeds
 from subscriptions.models import Subscription
-from tests.e2e.browser import accessibility_violations, at_width, screenshot, sideways_scroll
+from tests.e2e.browser import (
+    accessibility_violations,
+    at_width,
+    main_text,
+    screenshot,
+    sideways_scroll,
+)
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer, rss
 from tests.helpers import subscribe, wait_until
@@ -76,8 +82,8 @@ def show(browser: WebDriver, xpath: str) -> None:
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
 
 
-def main_text(browser: WebDriver) -> str:
-    return " ".join(browser.find_element(By.TAG_NAME, "main").text.split())
+def main_words(browser: WebDriver) -> str:
+    return " ".join(main_text(browser).split())
 
 
 def test_a_failing_feed_on_the_list_and_its_page_and_check_now(
@@ -104,7 +110,7 @@ def test_a_failing_feed_on_the_list_and_its_page_and_check_now(
     for name, width in WIDTHS.items():
         at_width(browser, width, 900)
         browser.get(f"{live_server.url}/podcasts/")
-        listed = main_text(browser)
+        listed = main_words(browser)
         assert "Can't be fetched: nothing was found at its address. Last tried" in listed
         assert "Can't be fetched: its host name could not be found." in listed
         assert listed.count("Can't be fetched") == 2  # the show that was read says nothing
@@ -115,7 +121,7 @@ def test_a_failing_feed_on_the_list_and_its_page_and_check_now(
             screenshot(browser, f"failing-feed-list-{name}")
 
         browser.get(f"{live_server.url}/podcasts/{sub.guid}/")
-        shown = main_text(browser)
+        shown = main_words(browser)
         assert "This feed can't be fetched: nothing was found at its address." in shown
         assert "Details: HTTP 404" in shown
         assert "Last tried" in shown
@@ -127,7 +133,7 @@ def test_a_failing_feed_on_the_list_and_its_page_and_check_now(
 
         unresolved = Subscription.objects.get(user=person, feed_url=UNRESOLVED)
         browser.get(f"{live_server.url}/podcasts/{unresolved.guid}/")
-        assert "its host name could not be found" in main_text(browser)
+        assert "its host name could not be found" in main_words(browser)
         looks_right(browser, f"the unresolved podcast's page at {name}")
 
     # Some minutes later the feed is back: Check now reads it at once, whatever the check
@@ -147,7 +153,7 @@ def test_a_failing_feed_on_the_list_and_its_page_and_check_now(
     wait_until(lambda: FeedCheck.objects.get(url=missing).failure == "", 30, "the check asked for")
     feedchecks.wait_for_background_checks(timeout=30)
     browser.get(f"{live_server.url}/podcasts/{sub.guid}/")
-    shown = main_text(browser)
+    shown = main_words(browser)
     assert "The last check read the feed." in shown
     assert "A show" in shown  # its title, read by that check
     assert "can't be fetched" not in shown

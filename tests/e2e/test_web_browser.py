@@ -29,6 +29,7 @@ from tests.e2e.browser import (
     OUTPUT_DIR,
     accessibility_violations,
     at_width,
+    main_text,
     screenshot,
     sideways_scroll,
 )
@@ -89,7 +90,7 @@ class Visit:
         self.browser.find_element(By.CSS_SELECTOR, css).click()
 
     def text(self) -> str:
-        return self.browser.find_element(By.TAG_NAME, "main").text
+        return main_text(self.browser)
 
 
 def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
