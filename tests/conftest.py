@@ -31,13 +31,6 @@ hypothesis_settings.register_profile("suite", deadline=None, print_blob=True)
 hypothesis_settings.load_profile("suite")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The e2e tests first: they are the longest, and much of their time is spent waiting (on a
-    redelivery, a restart, a browser), so the other processes fill the cores meanwhile instead
-    of the run ending on one of them alone."""
-    items.sort(key=lambda item: item.get_closest_marker("e2e") is None)
-
-
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[servers.Server | None]:
     """A PostgreSQL started for this session, unless TEST_DATABASE_URL names one; with
