@@ -24,6 +24,7 @@ from gpodder.models import Device
 from tests.e2e.browser import (
     accessibility_violations,
     at_width,
+    main_text,
     sideways_scroll,
     whole_page_screenshot,
 )
@@ -177,7 +178,7 @@ def test_every_apps_steps_work_with_what_the_page_shows(
     browser.delete_all_cookies()
     browser.get(started["login"])
     visit.wait.until(expected_conditions.url_contains("/login/?next="))
-    main = browser.find_element(By.TAG_NAME, "main").text
+    main = main_text(browser)
     assert f"{ANTENNAPOD} asks to sync with your account." in main
     for width in WIDTHS:
         at_width(browser, width)
@@ -208,7 +209,7 @@ def test_every_apps_steps_work_with_what_the_page_shows(
     )
     assert Device.objects.filter(device_id="laptop-3f2a").exists()
     browser.get(f"{live_server.url}/devices/")
-    assert "My laptop" in browser.find_element(By.TAG_NAME, "main").text
+    assert "My laptop" in main_text(browser)
 
 
 def test_the_page_at_a_phones_width_and_past_the_limit(
