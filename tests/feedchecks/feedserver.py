@@ -79,7 +79,10 @@ class FeedServer:
 
         self.server = Server((host, 0), Handler)
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll: stop() waits for the loop to see it, half a second by default.
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def start(self) -> "FeedServer":
         self.thread.start()
