@@ -25,6 +25,9 @@ OUTPUT_DIR = Path(
 FAILING_IMPACTS = {"serious", "critical"}
 # Narrower than this, a width is a phone's: Chromium lays the page out as a phone's browser does.
 PHONE_BELOW = 600
+WINDOW = (1280, 900)
+# Where downloads land, for a test to read them.
+DOWNLOADS = OUTPUT_DIR / "e2e" / "downloads"
 
 
 def start_browser(*arguments: str) -> WebDriver:
@@ -41,21 +44,40 @@ def start_browser(*arguments: str) -> WebDriver:
         "--no-sandbox",  # the tests may run as root, which Chromium's sandbox refuses
         "--disable-dev-shm-usage",
         "--disable-gpu",
-        "--window-size=1280,900",
+        "--window-size={},{}".format(*WINDOW),
         *arguments,
     ):
         options.add_argument(argument)
-    # Downloads land where a test can read them.
-    downloads = OUTPUT_DIR / "e2e" / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
+    DOWNLOADS.mkdir(parents=True, exist_ok=True)
     options.add_experimental_option(
         "prefs",
-        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
+        {"download.default_directory": str(DOWNLOADS), "download.prompt_for_download": False},
     )
     # An explicit driver path: Selenium Manager would otherwise try to download one.
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.implicitly_wait(5)
     return driver
+
+
+def reset_browser(driver: WebDriver) -> None:
+    """Clear what a test leaves in the browser, as start_browser made it: other windows, the
+    page, every cookie and stored item, granted permissions, the download folder, the size and
+    any emulated width, the implicit wait."""
+    for handle in driver.window_handles[1:]:
+        driver.switch_to.window(handle)
+        driver.close()
+    driver.switch_to.window(driver.window_handles[0])
+    driver.get("about:blank")
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+    driver.execute_cdp_cmd("Storage.clearDataForOrigin", {"origin": "*", "storageTypes": "all"})
+    driver.execute_cdp_cmd("Browser.resetPermissions", {})
+    driver.execute_cdp_cmd(
+        "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(DOWNLOADS)}
+    )
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    driver.set_window_size(*WINDOW)
+    driver.implicitly_wait(5)
 
 
 def screenshot(driver: WebDriver, name: str) -> Path:

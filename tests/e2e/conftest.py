@@ -4,6 +4,7 @@ The worker is a separate `celery -A config worker -B` process on the test databa
 tests commit their data (transactional_db) for it to see.
 """
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,11 +13,12 @@ from typing import Any
 import pytest
 from django.db import connection
 from kombu import pools as kombu_pools
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from config.celery import app
 from tests import servers
-from tests.e2e.browser import start_browser
+from tests.e2e.browser import reset_browser, start_browser
 
 
 @pytest.fixture(scope="session")
@@ -91,10 +93,28 @@ def worker_factory(
         worker.stop()
 
 
-@pytest.fixture
-def browser() -> Iterator[WebDriver]:
-    driver = start_browser()
-    try:
-        yield driver
-    finally:
+@pytest.fixture(scope="session")
+def _chromium() -> Iterator[list[WebDriver]]:
+    """The process's one Chromium, started by the first test that asks for a browser (a start
+    costs a second or two of CPU) and quit at the end; empty when none is running."""
+    running: list[WebDriver] = []
+    yield running
+    for driver in running:
         driver.quit()
+
+
+@pytest.fixture
+def browser(_chromium: list[WebDriver]) -> WebDriver:
+    """A browser as new: the process's Chromium, with what the test before left behind (its
+    cookies, storage, permissions, size and emulation, other windows) cleared; a fresh one when
+    that cannot be done (the test before left an alert open, or Chromium died)."""
+    if _chromium:
+        try:
+            reset_browser(_chromium[0])
+            return _chromium[0]
+        except WebDriverException:
+            with contextlib.suppress(WebDriverException):
+                _chromium.pop().quit()
+    _chromium.append(start_browser())
+    reset_browser(_chromium[0])
+    return _chromium[0]

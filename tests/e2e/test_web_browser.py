@@ -26,7 +26,7 @@ from deletions.models import AccountDeletion
 from feedchecks import services as feedchecks
 from subscriptions.models import Subscription
 from tests.e2e.browser import (
-    OUTPUT_DIR,
+    DOWNLOADS,
     accessibility_violations,
     at_width,
     main_text,
@@ -191,12 +191,8 @@ def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
     assert "Laptop" in visit.text()
 
     # Download everything.
-    downloads = OUTPUT_DIR / "e2e" / "downloads"
-    saved = downloads / "podcast-sync-data.json"
+    saved = DOWNLOADS / "podcast-sync-data.json"
     saved.unlink(missing_ok=True)
-    browser.execute_cdp_cmd(
-        "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
-    )
     visit.open("/data/")
     visit.click("a[href$='/data/everything.json']")
     wait_until(saved.exists, 20, "the JSON download")
