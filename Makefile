@@ -51,14 +51,13 @@ HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud t
 # (scripts/test-slices.sh): the API's platform suite, the home server's start, the migrations.
 PYTHONS_SLICE := tests/api tests/home tests/accounts/test_migrations.py
 
-# The main run in two processes (pytest-xdist), each with its own PostgreSQL, Redis, ports and
-# database (tests/conftest.py), naming its 15 slowest tests; then the slices above side by side,
-# on the other supported Pythons. Bytecode is written (a shell that sets PYTHONDONTWRITEBYTECODE
-# made every process, servers and workers included, compile the project and pytest rewrite every
-# test module again).
+# The whole suite in two processes (pytest-xdist), naming its 15 slowest tests, and at the same
+# time the slices above on the other supported Pythons (scripts/test-slices.sh), each process with
+# its own PostgreSQL, Redis, ports and database (tests/conftest.py). Bytecode is written (a shell
+# that sets PYTHONDONTWRITEBYTECODE made every process, servers and workers included, compile the
+# project and pytest rewrite every test module again).
 test: export PYTHONDONTWRITEBYTECODE :=
 test: lint servers
-	$(BIN)/pytest -n 2 --durations=15
 	POOLED_SLICE="$(POOLED_SLICE)" HOME_SLICE="$(HOME_SLICE)" PYTHONS_SLICE="$(PYTHONS_SLICE)" \
 		./scripts/test-slices.sh $(BIN)/python
 

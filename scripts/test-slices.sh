@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# make test's second part: the pooled slice (PgBouncer in transaction mode) and the home slice
-# (SQLite under the home server's settings), side by side, each on another supported Python
-# found here (scripts/pythons.sh), so that one run tests every supported Python without running
-# the same suites a third and fourth time: the pooled slice on the newest other one, the home
-# slice on the next (or the same when there is one other, or MAIN's when there is none). Then,
-# on each other Python, side by side, PYTHONS_SLICE: what neither slice runs. Each runs in two
-# processes with its own PostgreSQL, PgBouncer, Redis, ports and database; side by side they fill
-# the cores the worker tests leave idle while they wait for a redelivery.
+# make test's run: the whole suite on MAIN_PYTHON, and at the same time the slices that run again
+# under other settings, each on another supported Python found here (scripts/pythons.sh), so that
+# one run tests every supported Python without running the same suites a third and fourth time:
+# the pooled slice (PgBouncer in transaction mode) on the newest other Python, the home slice
+# (SQLite under the home server's settings) on the next (the same when there is one other,
+# MAIN's when there is none). Once both are done, PYTHONS_SLICE (what neither slice runs) on each
+# other Python.
+#
+# All at once, not one after the other: the suite's worker and server tests leave the cores idle
+# while they wait (for a redelivery, a restart, a timeout), and the slices fill them. The main
+# run has two processes (pytest-xdist) that take each other's tests when one runs out
+# (worksteal), each slice one; each process has its own PostgreSQL, PgBouncer, Redis, ports and
+# database. Every line is prefixed with its run's name; the script exits 1 naming each run that
+# failed.
 # Usage: POOLED_SLICE="..." HOME_SLICE="..." PYTHONS_SLICE="..." scripts/test-slices.sh MAIN_PYTHON
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,9 +50,14 @@ pooled_python=${others[0]:-$main_python}
 home_python=${others[1]:-$pooled_python}
 pooled=$(pytest_for "$pooled_python")
 home=$(pytest_for "$home_python")
-echo "Pooled slice on Python $(version_of "$pooled_python"), home slice on Python $(version_of "$home_python")"
+pythons=()
+for python in "${others[@]}"; do
+  pythons+=("$(pytest_for "$python")")
+done
+echo "Main run on Python $main, pooled slice on Python $(version_of "$pooled_python")," \
+  "home slice on Python $(version_of "$home_python")"
 
-# Each slice's lines, prefixed with its name as they come; its name in FAILED when it fails.
+# Each run's lines, prefixed with its name as they come; its name in FAILED when it fails.
 FAILED=$(mktemp)
 trap 'rm -f "$FAILED"' EXIT
 run() {
@@ -56,17 +67,22 @@ run() {
   "$@" 2>&1 | sed -u "s/^/[$name] /" || status=$?
   [ "$status" = 0 ] || echo "$name" >>"$FAILED"
 }
-# shellcheck disable=SC2086  # the slices are lists of paths
-DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
-  run pooled "$pooled" -p no:cacheprovider -n 2 --reuse-db $POOLED_SLICE &
-# shellcheck disable=SC2086
-TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 2 -m "not postgresql" $HOME_SLICE &
-wait
-for python in "${others[@]}"; do
+
+run main "$(pytest_for "$main_python")" -n 2 --dist worksteal --durations=15 &
+(
+  # shellcheck disable=SC2086  # the slices are lists of paths
+  DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
+    run pooled "$pooled" -p no:cacheprovider -n 1 --reuse-db $POOLED_SLICE &
   # shellcheck disable=SC2086
-  run "python$(version_of "$python")" "$(pytest_for "$python")" -p no:cacheprovider -n 2 \
-    $PYTHONS_SLICE &
-done
+  TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 1 -m "not postgresql" $HOME_SLICE &
+  wait
+  for pytest in "${pythons[@]}"; do
+    # shellcheck disable=SC2086
+    run "python$(version_of "${pytest%/pytest}/python")" "$pytest" -p no:cacheprovider -n 1 \
+      $PYTHONS_SLICE &
+  done
+  wait
+) &
 wait
 echo "Other Pythons tested: ${#others[@]}"
 if [ -s "$FAILED" ]; then
