@@ -22,9 +22,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 PASSWORD = "a long and unusual passphrase for the body limit"
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[int]:
-    """The service under gunicorn (config/gunicorn.py) on the tests' database: its port."""
+@pytest.fixture(scope="module")
+def spool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the service would spool a large upload: watched by the tests."""
+    return tmp_path_factory.mktemp("spool")
+
+
+@pytest.fixture(scope="module")
+def service(
+    django_db_setup: None, spool: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[int]:
+    """The service under gunicorn (config/gunicorn.py) on the tests' database, one for the
+    module (each test makes a user of its own): its port."""
     db = connection.settings_dict
     env = {
         **os.environ,
@@ -36,12 +45,10 @@ def service(tmp_path: Path) -> Iterator[int]:
         "WEB_CONCURRENCY": "2",
         "LOG_LEVEL": "WARNING",
         "THROTTLE_LOGIN_RATE": "1000/min",  # a login before each try
+        "TMPDIR": str(spool),
     }
     env.pop("REDIS_URL", None)
-    # Where Django would spool a large upload: watched by the tests.
-    (tmp_path / "spool").mkdir()
-    env["TMPDIR"] = str(tmp_path / "spool")
-    with gunicorn_service(env, tmp_path / "gunicorn.log") as port:
+    with gunicorn_service(env, tmp_path_factory.mktemp("gunicorn") / "gunicorn.log") as port:
         yield port
 
 
@@ -98,7 +105,7 @@ def spooled(folder: Path) -> int:
 
 
 @pytest.mark.parametrize("path", ["/login/", "/data/import/", "/admin/login/", "/register/"])
-def test_a_huge_body_to_a_page_is_refused_before_it_is_stored(service, tmp_path, path):
+def test_a_huge_body_to_a_page_is_refused_before_it_is_stored(service, spool, path):
     """300 MB of multipart upload, anonymous: nothing may spool it to disk before the CSRF
     check (or a sign-in) refuses it. The upload is sent while the spool folder is watched."""
     size = 300 * 1024 * 1024
@@ -116,7 +123,7 @@ def test_a_huge_body_to_a_page_is_refused_before_it_is_stored(service, tmp_path,
         try:
             for _ in range(200):  # 200 MiB, or until the server stops reading
                 sock.sendall(chunk)
-                most = max(most, spooled(tmp_path / "spool"))
+                most = max(most, spooled(spool))
         except OSError:
             pass  # answered and closed: past BODY_DISCARD_BYTES it reads no more
         sock.settimeout(10)
