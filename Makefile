@@ -47,8 +47,9 @@ POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions
 # The suites that run a second time on SQLite under the home server's settings (make run's).
 HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/web tests/staff
 
-# What each other supported Python found here runs besides the slice above that it takes
-# (scripts/test-slices.sh): the API's platform suite, the home server's start, the migrations.
+# What neither slice above runs: the API's platform suite, the home server's start, the
+# migrations. The home slice runs them too, on SQLite; each other supported Python found here
+# that is not the home slice's runs them on PostgreSQL (scripts/test-slices.sh).
 PYTHONS_SLICE := tests/api tests/home tests/accounts/test_migrations.py
 
 # The whole suite in two processes (pytest-xdist), naming its 15 slowest tests, and at the same

@@ -75,6 +75,9 @@ class BearerAuthentication(JWTAuthentication):
         pk = model._meta.pk
         try:
             user_id = pk.to_python(validated_token[api_settings.USER_ID_CLAIM])
+            # Within the column's range, as the statement below binds it: SQLite's driver
+            # refuses an integer past 64 bits outright (an OverflowError, not an empty answer).
+            pk.run_validators(user_id)
         except (KeyError, ValidationError) as exc:
             raise InvalidToken("Token contained no recognizable user identification") from exc
         issued_under = validated_token.get(PASSWORD_CLAIM)

@@ -2,10 +2,10 @@
 # make test's run: the whole suite on MAIN_PYTHON, and at the same time the slices that run again
 # under other settings, each on another supported Python found here (scripts/pythons.sh), so that
 # one run tests every supported Python without running the same suites a third and fourth time:
-# the pooled slice (PgBouncer in transaction mode) on the newest other Python, the home slice
-# (SQLite under the home server's settings) on the next (the same when there is one other,
-# MAIN's when there is none). Once both are done, PYTHONS_SLICE (what neither slice runs) on each
-# other Python.
+# the pooled slice (PgBouncer in transaction mode) on the newest other Python, then PYTHONS_SLICE
+# (what neither slice runs) there and on any further one; the home slice (SQLite under the home
+# server's settings) with PYTHONS_SLICE on the next other Python (the pooled slice's when there
+# is one other, MAIN's when there is none).
 #
 # All at once, not one after the other: the suite's worker and server tests leave the cores idle
 # while they wait (for a redelivery, a restart, a timeout), and the slices fill them. The main
@@ -50,9 +50,8 @@ pooled_python=${others[0]:-$main_python}
 home_python=${others[1]:-$pooled_python}
 pooled=$(pytest_for "$pooled_python")
 home=$(pytest_for "$home_python")
-pythons=()
 for python in "${others[@]}"; do
-  pythons+=("$(pytest_for "$python")")
+  pytest_for "$python" >/dev/null  # each venv made before the runs start, not during
 done
 echo "Main run on Python $main, pooled slice on Python $(version_of "$pooled_python")," \
   "home slice on Python $(version_of "$home_python")"
@@ -72,17 +71,19 @@ run main "$(pytest_for "$main_python")" -n 2 --dist worksteal --durations=15 &
 (
   # shellcheck disable=SC2086  # the slices are lists of paths
   DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
-    run pooled "$pooled" -p no:cacheprovider -n 1 --reuse-db $POOLED_SLICE &
-  # shellcheck disable=SC2086
-  TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 1 -m "not postgresql" $HOME_SLICE &
-  wait
-  for pytest in "${pythons[@]}"; do
+    run pooled "$pooled" -p no:cacheprovider -n 1 --reuse-db $POOLED_SLICE
+  for python in "${others[@]}"; do
+    if [ "$python" = "$home_python" ]; then
+      continue # the home slice runs PYTHONS_SLICE there
+    fi
     # shellcheck disable=SC2086
-    run "python$(version_of "${pytest%/pytest}/python")" "$pytest" -p no:cacheprovider -n 1 \
-      $PYTHONS_SLICE &
+    run "python$(version_of "$python")" "$(pytest_for "$python")" -p no:cacheprovider -n 1 \
+      $PYTHONS_SLICE
   done
-  wait
 ) &
+# shellcheck disable=SC2086
+TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 1 -m "not postgresql" \
+  $HOME_SLICE $PYTHONS_SLICE &
 wait
 echo "Other Pythons tested: ${#others[@]}"
 if [ -s "$FAILED" ]; then

@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 from tests.factories import UserFactory
 from tests.helpers import AWAY, PASSWORD, away_answer, basic, database_away, subscribe
 
-pytestmark = pytest.mark.usefixtures("transactional_db")
+# The database server stopped, stalled or out of connections: PostgreSQL's.
+pytestmark = [pytest.mark.postgresql, pytest.mark.usefixtures("transactional_db")]
 
 FEED = "https://example.com/feed.xml"
 
