@@ -89,7 +89,10 @@ def test_a_hostile_shape_ends_within_the_bound_with_an_error(monkeypatch, shape)
     # RLIMIT_CPU counts whole seconds, the interpreter's start included, and the kernel checks
     # it at its ticks: past the bound, SIGXCPU; one second later at the most, SIGKILL.
     assert cpu < reader.MAX_CPU_SECONDS + 2, cpu
-    assert time.monotonic() - started < 10
+    # By the clock, well before the reader's own bound (MAX_SECONDS): the CPU figure above is
+    # the bound's check, and a child's CPU second can take several by the clock on a machine
+    # whose cores the rest of make test keeps busy (10.6 s was seen).
+    assert time.monotonic() - started < reader.MAX_SECONDS / 2
 
 
 def test_a_reader_still_running_by_the_clock_is_stopped(monkeypatch):
