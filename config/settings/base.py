@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import environ
 from kombu import Exchange, Queue
+from whitenoise.compress import Compressor
 
 from home import environment
 from home.environment import StartError
@@ -216,6 +217,10 @@ STORAGES = {
         )
     },
 }
+# Source maps are read by a browser's developer tools only: compressing them (14 MB, most of
+# them the API documents' bundles) took half of collectstatic's time, which the home server's
+# first start and the image's build pay.
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = (*Compressor.SKIP_COMPRESS_EXTENSIONS, "map")
 
 # --- Limits (docs/api.md, "Limits") -------------------------------------------------------
 MAX_BODY_BYTES = env.int("MAX_BODY_BYTES", default=1024 * 1024)

@@ -85,7 +85,11 @@ def test_the_first_start_says_where_to_connect_and_the_first_password(
     assert re.search(r"Sign in as 'admin' with the password: \S{12,}", out)
     assert "shown only this once" in out
     assert f"Your data (database and secret key): {data}" in out
-    assert (Path(os.environ["STATIC_ROOT"]) / "staticfiles.json").is_file()  # STATIC_ROOT's
+    static = Path(os.environ["STATIC_ROOT"])  # collected there, compressed but source maps
+    assert (static / "staticfiles.json").is_file()
+    assert list(static.glob("admin/js/*.js.gz"))
+    maps = list(static.glob("drf_spectacular_sidecar/**/*.map"))
+    assert maps and not list(static.glob("drf_spectacular_sidecar/**/*.map.gz"))
     assert re.search(r"http://localhost:\d+/", out)
     for address in _lan_addresses():  # on 0.0.0.0, the default: its IPv4 addresses
         assert (address in out) == (":" not in address), address
