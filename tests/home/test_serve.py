@@ -88,8 +88,8 @@ def test_the_first_start_says_where_to_connect_and_the_first_password(
     static = Path(os.environ["STATIC_ROOT"])  # collected there, compressed but source maps
     assert (static / "staticfiles.json").is_file()
     assert list(static.glob("admin/js/*.js.gz"))
-    maps = list(static.glob("drf_spectacular_sidecar/**/*.map"))
-    assert maps and not list(static.glob("drf_spectacular_sidecar/**/*.map.gz"))
+    assert list(static.glob("drf_spectacular_sidecar/**/*.map"))
+    assert not list(static.glob("drf_spectacular_sidecar/**/*.map.gz"))
     assert re.search(r"http://localhost:\d+/", out)
     for address in _lan_addresses():  # on 0.0.0.0, the default: its IPv4 addresses
         assert (address in out) == (":" not in address), address
