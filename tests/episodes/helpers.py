@@ -35,9 +35,9 @@ def store_received(user: Any, seconds: Iterable[int], start: datetime, *, first:
     if connection.vendor != "postgresql" or not actions:
         EpisodeAction.objects.bulk_create(actions)
         return
-    # COPY, the rows as bulk_create writes them: its INSERTs of thousands of rows' parameters
-    # took 20,000 actions about 10 s of CPU to build and to parse.
-    # The columns each row sets; the others take the database's defaults, as in an INSERT.
+    # COPY of the columns bulk_create would set (the others take the database's defaults): its
+    # INSERTs of thousands of rows' parameters took 20,000 actions about 10 s of CPU to build
+    # and to parse.
     fields = [
         field
         for field in EpisodeAction._meta.concrete_fields
