@@ -33,6 +33,9 @@ if env.bool("TEST_HOME_SERVER", default=False):
     DATABASES["default"]["TEST"] = {"NAME": _name}
     HOME_SERVER = True
 
+# The transactional tests' flush keeps the content types and permissions (tests/testdb).
+INSTALLED_APPS = ["tests.testdb", *INSTALLED_APPS]  # noqa: F405
+
 # Argon2id as deployed (the same name and format; tests/accounts checks the deployed list), at
 # the smallest cost: at Argon2's own (100 MB, two passes, per hash) the suite spent most of its
 # time hashing the passwords of the people its tests sign in.

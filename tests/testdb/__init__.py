@@ -1,0 +1,1 @@
+"""The test database's own management commands (config/settings/test.py installs this app)."""
