@@ -23,6 +23,9 @@ class Command(flush.Command):
             super().handle(**options)  # a person's flush asks first, and empties everything
             return
         connection = connections[options["database"]]
+        # Not options of the command line: TransactionTestCase passes them, as Django's reads them.
+        reset_sequences = options.get("reset_sequences", True)
+        allow_cascade = options.get("allow_cascade", False)
         tables = [
             table
             for table in connection.introspection.django_table_names(
@@ -30,14 +33,14 @@ class Command(flush.Command):
             )
             if table not in KEPT
         ]
-        if connection.vendor == "postgresql" and not options["reset_sequences"]:
+        if connection.vendor == "postgresql" and not reset_sequences:
             quote = connection.ops.quote_name
             statements = [f"DELETE FROM {quote(table)}" for table in tables]
         else:
             statements = connection.ops.sql_flush(
                 self.style,
                 tables,
-                reset_sequences=options["reset_sequences"],
-                allow_cascade=options["allow_cascade"],
+                reset_sequences=reset_sequences,
+                allow_cascade=allow_cascade,
             )
         connection.ops.execute_sql_flush(statements)
