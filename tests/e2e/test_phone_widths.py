@@ -13,6 +13,7 @@ PAGES below lists the pages: a page added to the site is one line there, and
 test_every_page_is_listed fails until it is.
 """
 
+import base64
 import itertools
 import uuid
 from collections.abc import Callable, Iterator
@@ -401,54 +402,107 @@ def table_semantics_lost(browser: WebDriver) -> list[str]:
 
 
 def visit_all(
-    browser: WebDriver, base: str, site: Site, pages: list[Page], tmp_path: Path, width: int
+    browser: WebDriver, base: str, site: Site, pages: list[Page], tmp_path: Path
 ) -> list[str]:
+    """Each page loaded once, then checked at each width in turn: Chromium lays the page out
+    again when the emulated width changes, exactly as a load at that width does
+    (test_a_page_shown_at_another_width_is_the_page_loaded_there), so one load and one axe-core
+    parse serve the three widths."""
     found = []
     for page in pages:
-        at_width(browser, width)
+        at_width(browser, WIDTHS[0])
         browser.get(base + page.path(site))
         if page.then is not None:
             page.then(browser, tmp_path)
-        found += problems_of(
-            browser,
-            f"{page.name} at {width}px",
-            width=width,
-            signed_in=page.signed_in,
-            not_found=page.name in NOT_FOUND,
-        )
-        if width in PHONES or page.name in LAPTOP_SCREENSHOTS:
-            whole_page_screenshot(browser, f"phone-{page.name}-{width}")
+        for width in WIDTHS:
+            at_width(browser, width)
+            found += problems_of(
+                browser,
+                f"{page.name} at {width}px",
+                width=width,
+                signed_in=page.signed_in,
+                not_found=page.name in NOT_FOUND,
+            )
+            if width in PHONES or page.name in LAPTOP_SCREENSHOTS:
+                whole_page_screenshot(browser, f"phone-{page.name}-{width}")
     at_width(browser, None)
     return found
 
 
-# A width per test: the suite's processes share the visits out.
-@pytest.mark.parametrize("width", WIDTHS)
+def sign_in(browser: WebDriver, base: str) -> None:
+    browser.get(f"{base}/login/")
+    browser.find_element(By.NAME, "username").send_keys(USERNAME)
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    wait_until(lambda: "/podcasts/" in browser.current_url, 20, "the signed-in page")
+
+
 def test_every_page_fits_a_phone_and_a_laptop(
-    live_server: Any,
-    browser: WebDriver,
-    feeds: FeedServer,
-    settings: Any,
-    tmp_path: Path,
-    width: int,
+    live_server: Any, browser: WebDriver, feeds: FeedServer, settings: Any, tmp_path: Path
 ) -> None:
     settings.REGISTRATION_OPEN = True
     person: Any = UserFactory(username=USERNAME, with_password=PASSWORD)
     site = realistic_data(person, feeds)
 
-    found = visit_all(
-        browser, live_server.url, site, [p for p in PAGES if not p.signed_in], tmp_path, width
-    )
-    browser.get(f"{live_server.url}/login/")
-    browser.find_element(By.NAME, "username").send_keys(USERNAME)
-    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
-    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
-    wait_until(lambda: "/podcasts/" in browser.current_url, 20, "the signed-in page")
-    found += visit_all(
-        browser, live_server.url, site, [p for p in PAGES if p.signed_in], tmp_path, width
-    )
+    signed_out = [page for page in PAGES if not page.signed_in]
+    found = visit_all(browser, live_server.url, site, signed_out, tmp_path)
+    sign_in(browser, live_server.url)
+    signed_in = [page for page in PAGES if page.signed_in]
+    found += visit_all(browser, live_server.url, site, signed_in, tmp_path)
 
     assert not found, "\n".join(found)
+
+
+def shown(browser: WebDriver, width: int) -> tuple[Any, bytes]:
+    """What the checks measure of the page at `width`, and the whole page's pixels."""
+    shot = browser.execute_cdp_cmd(
+        "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}
+    )
+    return browser.execute_script(MEASURE, width), base64.b64decode(shot["data"])
+
+
+def test_a_page_shown_at_another_width_is_the_page_loaded_there(
+    live_server: Any, browser: WebDriver, feeds: FeedServer
+) -> None:
+    """What visit_all relies on: a page loaded at a phone's width and then shown at a laptop's
+    measures and looks, pixel for pixel, as the page loaded at the laptop's, and the other way
+    round. The devices page, with the realistic data: a table on a laptop, a list on a phone."""
+    person: Any = UserFactory(username=USERNAME, with_password=PASSWORD)
+    realistic_data(person, feeds)
+    sign_in(browser, live_server.url)
+    phone, laptop = PHONES[0], WIDTHS[-1]
+    loaded = {}
+    for width in (phone, laptop):
+        at_width(browser, width)
+        browser.get(f"{live_server.url}/devices/")
+        loaded[width] = shown(browser, width)
+    assert loaded[phone] != loaded[laptop]
+
+    for first, then in ((phone, laptop), (laptop, phone)):
+        at_width(browser, first)
+        browser.get(f"{live_server.url}/devices/")
+        at_width(browser, then)
+        measured, pixels = shown(browser, then)
+        assert measured == loaded[then][0], f"loaded at {first}px, shown at {then}px"
+        assert pixels == loaded[then][1], f"loaded at {first}px, shown at {then}px: other pixels"
+
+
+def test_the_checks_find_what_is_wrong_at_each_width(browser: WebDriver) -> None:
+    """problems_of on a page with a fault of each kind it looks for, loaded once and checked at
+    two widths, as visit_all does: axe-core, put in at the first check, still runs at the next."""
+    browser.get(
+        "data:text/html,<html lang=en><title>Faulty</title><main id=main>"
+        "<img src='data:image/gif;base64,R0lGODlhAQABAAAAACw='>"
+        "<div style='width:1500px'>wide</div><button style='margin-left:1450px'>Far</button>"
+        "</main></html>"
+    )
+    for width in (PHONES[0], WIDTHS[-1]):
+        at_width(browser, width)
+        found = problems_of(browser, "faulty", width=width, signed_in=False, not_found=False)
+        assert any("scrolls sideways" in problem for problem in found), found
+        assert any('cut off: button "Far"' in problem for problem in found), found
+        assert any("image-alt (critical)" in problem for problem in found), found
+    at_width(browser, None)
 
 
 # The admin's main pages, at a phone's width: Django's own responsive style sheets lay them
@@ -474,9 +528,10 @@ def test_the_admins_main_pages_at_a_phones_width(live_server: Any, browser: WebD
     wait_until(lambda: bool(browser.find_elements(By.ID, "user-tools")), 20, "the admin")
     found = []
     for name, path in ADMIN_PAGES:
-        for width in PHONES:
+        at_width(browser, PHONES[0])
+        browser.get(live_server.url + path(staff))
+        for width in PHONES:  # one load for both (as in visit_all)
             at_width(browser, width)
-            browser.get(live_server.url + path(staff))
             found += problems_of(
                 browser, f"{name} at {width}px", width=width, signed_in=False, not_found=False
             )
