@@ -152,11 +152,11 @@ def checked(browser: WebDriver, name: str) -> None:
 
 
 def checked_at_phone_widths(browser: WebDriver, name: str, shots: str) -> None:
-    """The page checked at 390 and 320 px, its screenshot at 390 px as `<shots>-390.png`; then
-    the desktop window again."""
+    """The page shown checked at 390 and 320 px, its screenshot at 390 px as
+    `<shots>-390.png`; then the desktop window again. Not loaded again: a width change lays it
+    out as a load at that width does (tests/e2e/test_phone_widths.py)."""
     for width in (390, 320):
         at_width(browser, width)
-        browser.refresh()
         checked(browser, f"{name} at {width} px")
         if width == 390:
             screenshot(browser, f"{shots}-390")
