@@ -17,8 +17,9 @@ $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
+# --no-compile: the test tools' modules are compiled when a run first imports them.
 $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt
 	touch $@
 
 # The home server (docs/self-hosting.md): gunicorn, SQLite in data/, tasks and their schedule
@@ -52,15 +53,16 @@ HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud t
 # that is not the home slice's runs them on PostgreSQL (scripts/test-slices.sh).
 PYTHONS_SLICE := tests/api tests/home tests/accounts/test_migrations.py
 
-# The whole suite in two processes (pytest-xdist), naming its 15 slowest tests, and at the same
-# time the slices above on the other supported Pythons (scripts/test-slices.sh), each process with
+# Lint, then the whole suite in two processes (pytest-xdist), naming its 15 slowest tests, and at
+# the same time the slices above on the other supported Pythons (scripts/test-slices.sh, which
+# runs lint while it makes their venvs), each process with
 # its own PostgreSQL, Redis, ports and database (tests/conftest.py). Bytecode is written (a shell
 # that sets PYTHONDONTWRITEBYTECODE made every process, servers and workers included, compile the
 # project and pytest rewrite every test module again).
 test: export PYTHONDONTWRITEBYTECODE :=
-test: lint servers
-	POOLED_SLICE="$(POOLED_SLICE)" HOME_SLICE="$(HOME_SLICE)" PYTHONS_SLICE="$(PYTHONS_SLICE)" \
-		./scripts/test-slices.sh $(BIN)/python
+test: $(VENV)/.dev servers
+	MAKE="$(MAKE)" POOLED_SLICE="$(POOLED_SLICE)" HOME_SLICE="$(HOME_SLICE)" \
+		PYTHONS_SLICE="$(PYTHONS_SLICE)" ./scripts/test-slices.sh $(BIN)/python
 
 # The image and both compose layouts built and run with podman (docs/containers.md, "Testing the
 # image"): podman and a local Debian base image made first when missing, the home server synced

@@ -40,7 +40,9 @@ pytest_for() {
       || [ requirements.txt -nt "$venv/.dev" ]; then
     echo "Python $version: installing the test requirements in $venv" >&2
     "$python" -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r requirements-dev.txt >&2
+    # --no-compile: a run compiles what it imports, a small part of what pip would compile.
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-compile \
+      -r requirements-dev.txt >&2
     touch "$venv/.dev"
   fi
   echo "$venv/bin/pytest"
@@ -50,9 +52,21 @@ pooled_python=${others[0]:-$main_python}
 home_python=${others[1]:-$pooled_python}
 pooled=$(pytest_for "$pooled_python")
 home=$(pytest_for "$home_python")
+# Lint (`make lint`) while each other Python's venv is made, all at once (pip and mypy use a
+# core each), before the runs start: a lint failure stops the run here.
+status=0
+("${MAKE:-make}" --no-print-directory lint 2>&1 | sed -u "s/^/[lint] /") &
+lint=$!
+venvs=()
 for python in "${others[@]}"; do
-  pytest_for "$python" >/dev/null  # each venv made before the runs start, not during
+  pytest_for "$python" >/dev/null &
+  venvs+=($!)
 done
+for job in "${venvs[@]}"; do
+  wait "$job" || status=$?
+done
+wait "$lint" || { echo "Lint failed"; exit 1; }
+[ "$status" = 0 ] || { echo "Making a venv failed"; exit "$status"; }
 echo "Main run on Python $main, pooled slice on Python $(version_of "$pooled_python")," \
   "home slice on Python $(version_of "$home_python")"
 
