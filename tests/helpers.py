@@ -118,16 +118,20 @@ def away_answer(response: Any, message: str) -> None:
 def wait_until(
     condition: Callable[[], bool], timeout: float, what: str | Callable[[], str]
 ) -> None:
-    """Poll `condition` every 0.1 s; fail the test after `timeout` seconds.
+    """Poll `condition`, soon at first and then less often (from 0.05 s apart to 0.5 s: a
+    condition read through the database costs a few milliseconds, and a wait for a worker or a
+    restart lasts a minute); fail the test after `timeout` seconds.
 
     `what` names what was awaited, or gives it (a worker's log) when the wait fails.
     """
     deadline = time.monotonic() + timeout
+    pause = 0.05
     while not condition():
         if time.monotonic() > deadline:
             detail = what() if callable(what) else what
             raise AssertionError(f"timed out after {timeout}s waiting for {detail}")
-        time.sleep(0.1)
+        time.sleep(pause)
+        pause = min(pause * 1.5, 0.5)
 
 
 T = TypeVar("T")
