@@ -53,14 +53,15 @@ HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud t
 # that is not the home slice's runs them on PostgreSQL (scripts/test-slices.sh).
 PYTHONS_SLICE := tests/api tests/home tests/accounts/test_migrations.py
 
-# Lint, then the whole suite in two processes (pytest-xdist), naming its 15 slowest tests, and at
-# the same time the slices above on the other supported Pythons (scripts/test-slices.sh, which
-# runs lint while it makes their venvs), each process with
-# its own PostgreSQL, Redis, ports and database (tests/conftest.py). Bytecode is written (a shell
+# The whole suite in two processes (pytest-xdist), naming its 15 slowest tests, and at the same
+# time lint and the slices above on the other supported Pythons, each as soon as its venv is
+# made (scripts/test-slices.sh), each process with its own PostgreSQL, Redis, ports and database
+# (tests/conftest.py). Bytecode is written (a shell
 # that sets PYTHONDONTWRITEBYTECODE made every process, servers and workers included, compile the
 # project and pytest rewrite every test module again).
 test: export PYTHONDONTWRITEBYTECODE :=
-test: $(VENV)/.dev servers
+test:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.dev servers  # pip and apt-get at once
 	MAKE="$(MAKE)" POOLED_SLICE="$(POOLED_SLICE)" HOME_SLICE="$(HOME_SLICE)" \
 		PYTHONS_SLICE="$(PYTHONS_SLICE)" ./scripts/test-slices.sh $(BIN)/python
 

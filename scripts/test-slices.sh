@@ -5,14 +5,15 @@
 # the pooled slice (PgBouncer in transaction mode) on the newest other Python, then PYTHONS_SLICE
 # (what neither slice runs) there and on any further one; the home slice (SQLite under the home
 # server's settings) with PYTHONS_SLICE on the next other Python (the pooled slice's when there
-# is one other, MAIN's when there is none).
+# is one other, MAIN's when there is none); and lint (`make lint`).
 #
 # All at once, not one after the other: the suite's worker and server tests leave the cores idle
 # while they wait (for a redelivery, a restart, a timeout), and the slices fill them. The main
-# run has two processes (pytest-xdist) that take each other's tests when one runs out
-# (worksteal), each slice one; each process has its own PostgreSQL, PgBouncer, Redis, ports and
-# database. Every line is prefixed with its run's name; the script exits 1 naming each run that
-# failed.
+# run, the longest, starts at once; each slice as soon as its Python's venv is made (pip waits
+# on the network and the disk a good part of the time). The main run has two processes
+# (pytest-xdist) that take each other's tests when one runs out (worksteal), each slice one; each
+# process has its own PostgreSQL, PgBouncer, Redis, ports and database. Every line is prefixed
+# with its run's name; the script exits 1 naming each run that failed.
 # Usage: POOLED_SLICE="..." HOME_SLICE="..." PYTHONS_SLICE="..." scripts/test-slices.sh MAIN_PYTHON
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,48 +26,8 @@ others=()
 for python in $(./scripts/pythons.sh); do
   [ "$(version_of "$python")" = "$main" ] || others+=("$python")
 done
-
-# The pytest of a venv for `python` (.venv-3.X), with the test requirements, made when missing
-# or older than the requirements; MAIN's own venv for MAIN's Python.
-pytest_for() {
-  local python=$1 version venv
-  version=$(version_of "$python")
-  if [ "$version" = "$main" ]; then
-    echo "$(dirname "$main_python")/pytest"
-    return
-  fi
-  venv=".venv-$version"
-  if [ ! -f "$venv/.dev" ] || [ requirements-dev.txt -nt "$venv/.dev" ] \
-      || [ requirements.txt -nt "$venv/.dev" ]; then
-    echo "Python $version: installing the test requirements in $venv" >&2
-    "$python" -m venv "$venv"
-    # --no-compile: a run compiles what it imports, a small part of what pip would compile.
-    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-compile \
-      -r requirements-dev.txt >&2
-    touch "$venv/.dev"
-  fi
-  echo "$venv/bin/pytest"
-}
-
 pooled_python=${others[0]:-$main_python}
 home_python=${others[1]:-$pooled_python}
-pooled=$(pytest_for "$pooled_python")
-home=$(pytest_for "$home_python")
-# Lint (`make lint`) while each other Python's venv is made, all at once (pip and mypy use a
-# core each), before the runs start: a lint failure stops the run here.
-status=0
-("${MAKE:-make}" --no-print-directory lint 2>&1 | sed -u "s/^/[lint] /") &
-lint=$!
-venvs=()
-for python in "${others[@]}"; do
-  pytest_for "$python" >/dev/null &
-  venvs+=($!)
-done
-for job in "${venvs[@]}"; do
-  wait "$job" || status=$?
-done
-wait "$lint" || { echo "Lint failed"; exit 1; }
-[ "$status" = 0 ] || { echo "Making a venv failed"; exit "$status"; }
 echo "Main run on Python $main, pooled slice on Python $(version_of "$pooled_python")," \
   "home slice on Python $(version_of "$home_python")"
 
@@ -81,23 +42,60 @@ run() {
   [ "$status" = 0 ] || echo "$name" >>"$FAILED"
 }
 
+# The pytest of a venv for `python` (.venv-3.X), with the test requirements, made when missing
+# or older than the requirements (under a lock: two slices may ask for one venv at once); MAIN's
+# own venv for MAIN's Python. Nothing, and its name in FAILED, when it cannot be made.
+pytest_for() {
+  local python=$1 version venv
+  version=$(version_of "$python")
+  if [ "$version" = "$main" ]; then
+    echo "$(dirname "$main_python")/pytest"
+    return
+  fi
+  venv=".venv-$version"
+  mkdir -p "$venv"
+  # Each step chained with &&: errexit does not reach into an `if` condition.
+  if ! (
+    flock 9 || exit 1
+    if [ ! -f "$venv/.dev" ] || [ requirements-dev.txt -nt "$venv/.dev" ] \
+        || [ requirements.txt -nt "$venv/.dev" ]; then
+      echo "Python $version: installing the test requirements in $venv"
+      # --no-compile: a run compiles what it imports, a small part of what pip would compile.
+      "$python" -m venv "$venv" \
+        && "$venv/bin/pip" install --quiet --disable-pip-version-check --no-compile \
+          -r requirements-dev.txt \
+        && touch "$venv/.dev"
+    fi
+  ) 9>"$venv/.lock" 2>&1 | sed -u "s/^/[venv-$version] /" >&2; then
+    echo "venv-$version" >>"$FAILED"
+    return
+  fi
+  echo "$venv/bin/pytest"
+}
+
+run lint "${MAKE:-make}" --no-print-directory lint &
 run main "$(pytest_for "$main_python")" -n 2 --dist worksteal --durations=15 &
 (
+  pooled=$(pytest_for "$pooled_python")
   # shellcheck disable=SC2086  # the slices are lists of paths
-  DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
+  [ -z "$pooled" ] || DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
     run pooled "$pooled" -p no:cacheprovider -n 1 --reuse-db $POOLED_SLICE
   for python in "${others[@]}"; do
     if [ "$python" = "$home_python" ]; then
       continue # the home slice runs PYTHONS_SLICE there
     fi
+    other=$(pytest_for "$python")
     # shellcheck disable=SC2086
-    run "python$(version_of "$python")" "$(pytest_for "$python")" -p no:cacheprovider -n 1 \
+    [ -z "$other" ] || run "python$(version_of "$python")" "$other" -p no:cacheprovider -n 1 \
       $PYTHONS_SLICE
   done
 ) &
-# shellcheck disable=SC2086
-TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 1 -m "not postgresql" \
-  $HOME_SLICE $PYTHONS_SLICE &
+(
+  home=$(pytest_for "$home_python")
+  # shellcheck disable=SC2086
+  [ -z "$home" ] || TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 1 \
+    -m "not postgresql" $HOME_SLICE $PYTHONS_SLICE
+) &
 wait
 echo "Other Pythons tested: ${#others[@]}"
 if [ -s "$FAILED" ]; then
