@@ -10,6 +10,8 @@ from rest_framework.request import Request
 from core.exceptions import InvalidInput
 
 MAX_INTEGER = 2**63 - 1
+# The largest `since` of the apps' protocols a time can hold (the last second of year 9999).
+MAX_SINCE = 253_402_300_799
 
 # Clients generated from the OPA schema, which types ids and page numbers as JSON numbers, may
 # send 25.0 for 25.
@@ -84,3 +86,24 @@ def reject_unknown(request: Request, known: Iterable[str]) -> None:
             f"unknown query parameter {unknown[0]!r}",
             errors={name: ["Unknown query parameter."] for name in unknown},
         )
+
+
+def since_param(request: Request, *, required: bool = True) -> int:
+    """The query's `since` in the apps' protocols (the gpodder.net API, Nextcloud's): whole seconds
+    since the epoch; 0 when absent and not `required`."""
+    value = query_param(request, "since")
+    if value is None and not required:
+        return 0
+    # The length first: int() refuses a string of over 4,300 digits with an error of its own.
+    if (
+        value is None
+        or not value.isascii()
+        or not value.isdigit()
+        or len(value) > len(str(MAX_SINCE))
+        or int(value) > MAX_SINCE
+    ):
+        raise InvalidInput(
+            "since must be whole seconds since the epoch (0 for everything)",
+            errors={"since": ["Must be a non-negative integer."]},
+        )
+    return int(value)

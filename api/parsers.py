@@ -1,4 +1,7 @@
-"""The parsers every API shares: strict JSON, and raw XML bodies handed to the view as bytes."""
+"""The parsers every API shares: strict JSON, raw XML bodies handed to the view as bytes, and
+what the apps' protocols send: JSON whatever the Content-Type says (mygpoclient labels it
+application/x-www-form-urlencoded, AntennaPod plain/text), and the gpodder simple API's raw
+lists."""
 
 from typing import Any
 
@@ -32,3 +35,20 @@ class RawXMLParser(parsers.BaseParser):
 
 class RawTextXMLParser(RawXMLParser):
     media_type = "text/xml"
+
+
+class AnyJSONParser(JSONParser):
+    """JSON whatever its label: the apps' protocols."""
+
+    media_type = "*/*"
+
+
+class RawBodyParser(parsers.BaseParser):
+    """The body's bytes, for the view to read in the format its path names (the gpodder simple
+    API's json, txt and opml)."""
+
+    media_type = "*/*"
+
+    # The stubs type a parse result as a mapping; DRF itself takes any value as request.data.
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        return bytes(stream.read())

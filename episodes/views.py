@@ -10,14 +10,16 @@ from django.http import HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.params import bad_parameter, query_param
+from accounts.basic import BasicThenSessionAuthentication
+from api.params import bad_parameter, query_param, since_param
+from api.protocols import AppView
 from episodes import selectors, services
 from episodes.actions import actions_parsed
 from episodes.answers import actions_answer
 from gpodder import diagnostics
 from gpodder.feedurls import sanitized
+from gpodder.noting import SyncNoting
 from gpodder.services import device_id_checked, device_id_valid
-from gpodder.views import GpodderView, SyncNoting, since_param
 
 # The timestamp a download answered, kept by the app's cookie jar (docs/gpodder-api.md,
 # "Episode actions: the timestamp of an upload").
@@ -29,7 +31,10 @@ _COOKIE_PATH = "/api/2/episodes/"
 REFUSAL_DEVICES = 10
 
 
-class EpisodeActionsView(SyncNoting, GpodderView):
+class EpisodeActionsView(SyncNoting, AppView):
+    """The gpodder.net API's: Basic, or the session cookie a Basic authentication set."""
+
+    authentication_classes = [BasicThenSessionAuthentication]
     data = diagnostics.Data.EPISODE_ACTIONS
 
     def get(self, request: Request, username: str) -> HttpResponseBase:

@@ -2,25 +2,21 @@
 and answers as gpodder apps expect (docs/gpodder-api.md)."""
 
 import json
-from typing import Any, cast
+from typing import Any
 
-from django.contrib.auth import SESSION_KEY, login, logout
+from django.contrib.auth import logout
 from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
-from rest_framework.permissions import IsAuthenticated
-from rest_framework.request import Empty, Request
+from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from accounts.sessions import APP, APP_PASSWORD_SESSION_KEY, SURFACE_SESSION_KEY
-from api.negotiation import IgnoreAcceptNegotiation
-from api.params import query_param
-from api.renderers import JSONRenderer
+from accounts.basic import BasicThenSessionAuthentication
+from api.params import since_param
+from api.parsers import RawBodyParser
+from api.protocols import AppView
 from core import clock
-from core.exceptions import InvalidInput, NotAuthorized
+from core.exceptions import InvalidInput
 from gpodder import diagnostics, selectors, services
-from gpodder.authentication import MODEL_BACKEND, GpodderAuthentication
-from gpodder.parsers import AnyJSONParser, RawBodyParser
+from gpodder.noting import SyncNoting
 from gpodder.serializers import (
     DeviceSettingsSerializer,
     SubscriptionChangesSerializer,
@@ -28,108 +24,11 @@ from gpodder.serializers import (
 )
 from subscriptions import opml
 
-# The largest `since` a time can hold (the last second of year 9999).
-MAX_SINCE = 253_402_300_799
 
+class GpodderView(AppView):
+    """Basic, or the session cookie a Basic authentication set (accounts.basic)."""
 
-# The OpenAPI document describes /v1/; docs/gpodder-api.md describes this API.
-@extend_schema(exclude=True)
-class GpodderView(APIView):
-    """Basic or the session cookie; JSON bodies whatever their label; 400 for bad input; and a
-    path naming another user than the authenticated one is a 401."""
-
-    authentication_classes = [GpodderAuthentication]
-    permission_classes = [IsAuthenticated]
-    parser_classes = [AnyJSONParser]
-    renderer_classes = [JSONRenderer]
-    content_negotiation_class = IgnoreAcceptNegotiation
-    invalid_input_status = 400
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
-        if kwargs.get("username") != request.user.get_username():
-            raise NotAuthorized()
-        # A successful Basic authentication sets the session cookie, unless it came with the
-        # app session of this very user (an app sending both writes no session again).
-        session = request._request.session
-        app_password_id = getattr(request, "app_password_id", None)
-        if getattr(request, "by_basic", False) and (
-            session.get(SESSION_KEY) != str(request.user.pk)
-            or session.get(SURFACE_SESSION_KEY) != APP
-            or session.get(APP_PASSWORD_SESSION_KEY) != app_password_id
-        ):
-            login(request._request, request.user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
-            # The session remembers the app password it was made with: revoking it ends it.
-            if app_password_id is None:
-                session.pop(APP_PASSWORD_SESSION_KEY, None)
-            else:
-                session[APP_PASSWORD_SESSION_KEY] = app_password_id
-
-
-# The answers of a request refused whole, which its device's page tells of: bad input, a
-# conflict to send again, a body too large or of another type, too many requests.
-REFUSALS = (400, 409, 413, 415, 429)
-
-
-class SyncNoting(APIView):
-    """A view of a sync request: it notes what the request did on its device, and a refusal
-    with the reason its answer gave (gpodder.diagnostics), for the device's page."""
-
-    protocol: str = diagnostics.Protocol.GPODDER
-    data: str = diagnostics.Data.SUBSCRIPTIONS
-
-    def note(self, request: Request, notes: dict[str | None, diagnostics.SyncNote]) -> None:
-        """`notes`: device id (None: the device of the same app) to what it did."""
-        diagnostics.sync_note_record(
-            user_id=cast(int, request.user.pk),
-            protocol=self.protocol,
-            agent=request.META.get("HTTP_USER_AGENT", ""),
-            session_key=self.session_key(request),
-            notes=notes,
-        )
-
-    def session_key(self, request: Request) -> str | None:
-        """The app's session on the gpodder API (its cookie's key, read from the cookie alone)."""
-        session = getattr(request._request, "session", None)
-        return None if session is None else session.session_key
-
-    def refused_devices(self, request: Request, body: Any) -> list[str | None]:
-        """The devices a refused request is of: the one its path names."""
-        device = self.kwargs.get("device")
-        return [device] if services.device_id_valid(device) else []
-
-    def handle_exception(self, exc: Exception) -> Response:
-        response = super().handle_exception(exc)
-        user = getattr(self.request, "_user", None)
-        if response.status_code in REFUSALS and user is not None and user.is_authenticated:
-            body = _parsed_body(self.request)
-            message = getattr(response, "data", None) or {}
-            note = diagnostics.refusal(
-                data=self.data,
-                pull=self.request.method == "GET",
-                items=_items(body),
-                message=str(message.get("message", "")) if isinstance(message, dict) else "",
-            )
-            devices = self.refused_devices(self.request, body)
-            if devices:
-                self.note(self.request, dict.fromkeys(devices, note))
-        return response
-
-
-def _parsed_body(request: Request) -> Any:
-    """The request's body as parsed, or None when it was not (reading it now could fail)."""
-    parsed = getattr(request, "_full_data", Empty)
-    return None if parsed is Empty else parsed
-
-
-def _items(body: Any) -> int:
-    """How many items (episode actions, URLs) a refused body held, when it can be told."""
-    if isinstance(body, list):
-        return len(body)
-    if isinstance(body, dict):
-        lists = (body.get("add"), body.get("remove"))
-        return sum(len(urls) for urls in lists if isinstance(urls, list))
-    return 0
+    authentication_classes = [BasicThenSessionAuthentication]
 
 
 def follows_update_urls(request: Request) -> bool:
@@ -182,26 +81,6 @@ class SyncDevicesView(GpodderView):
         )
 
     post = get
-
-
-def since_param(request: Request, *, required: bool = True) -> int:
-    """The query's `since`: whole seconds since the epoch; 0 when absent and not `required`."""
-    value = query_param(request, "since")
-    if value is None and not required:
-        return 0
-    # The length first: int() refuses a string of over 4,300 digits with an error of its own.
-    if (
-        value is None
-        or not value.isascii()
-        or not value.isdigit()
-        or len(value) > len(str(MAX_SINCE))
-        or int(value) > MAX_SINCE
-    ):
-        raise InvalidInput(
-            "since must be whole seconds since the epoch (0 for everything)",
-            errors={"since": ["Must be a non-negative integer."]},
-        )
-    return int(value)
 
 
 class SubscriptionsView(SyncNoting, GpodderView):

@@ -5,14 +5,12 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpResponseBase
-from drf_spectacular.utils import extend_schema
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from api.negotiation import IgnoreAcceptNegotiation
-from api.renderers import JSONRenderer
+from accounts.basic import BasicOnlyAuthentication
+from api.params import since_param
+from api.protocols import AppView
 from core.exceptions import InvalidInput, NotAuthorized
 from episodes import selectors as episodes
 from episodes.actions import actions_parsed
@@ -20,26 +18,17 @@ from episodes.answers import actions_answer
 from gpodder import diagnostics
 from gpodder import services as gpodder
 from gpodder.models import Device
-from gpodder.parsers import AnyJSONParser
+from gpodder.noting import SyncNoting
 from gpodder.serializers import SubscriptionChangesSerializer
-from gpodder.views import SyncNoting, since_param
 from nextcloud import services
-from nextcloud.authentication import NextcloudAuthentication
 
 
-# The OpenAPI document describes /v1/; docs/nextcloud.md describes these paths.
-@extend_schema(exclude=True)
-class NextcloudView(SyncNoting, APIView):
-    """Basic only (no session is read or written); 400 for bad input; `no-store` on every
-    answer, errors included (AntennaPod keeps an HTTP cache). Each request is noted on its
-    device (gpodder.diagnostics)."""
+class NextcloudView(SyncNoting, AppView):
+    """Basic only (no session is read or written); `no-store` on every answer, errors
+    included (AntennaPod keeps an HTTP cache). Each request is noted on its device
+    (gpodder.diagnostics)."""
 
-    authentication_classes = [NextcloudAuthentication]
-    permission_classes = [IsAuthenticated]
-    parser_classes = [AnyJSONParser]
-    renderer_classes = [JSONRenderer]
-    content_negotiation_class = IgnoreAcceptNegotiation
-    invalid_input_status = 400
+    authentication_classes = [BasicOnlyAuthentication]
     protocol = diagnostics.Protocol.NEXTCLOUD
 
     def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponseBase:

@@ -17,8 +17,8 @@ from django.test import Client
 from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
+from accounts.basic import credentials
 from api import throttles
-from gpodder.authentication import credentials
 from subscriptions.models import Subscription
 from tests import servers
 from tests.factories import UserFactory

@@ -19,14 +19,13 @@ from rest_framework_simplejwt.token_blacklist.models import OutstandingToken
 
 from accounts import services as accounts
 from accounts.authentication import BearerAuthentication
+from accounts.basic import BasicOnlyAuthentication, BasicThenSessionAuthentication
 from deletions import services as deletions
 from episodes.models import EpisodeAction
 from gpodder import services as gpodder_services
-from gpodder.authentication import GpodderAuthentication
 from gpodder.models import Device, DeviceFeed
 from gpodder.services import device_touch
 from nextcloud import services as nextcloud_services
-from nextcloud.authentication import NextcloudAuthentication
 from nextcloud.models import ActionsRead
 from subscriptions.models import Subscription
 from tests.factories import UserFactory
@@ -116,7 +115,7 @@ def test_v1_add(alice: Any, after_authentication: Any) -> None:
 def test_gpodder_subscription_upload(alice: Any, after_authentication: Any, device_known: bool):
     if device_known:
         device_touch(user=alice, device_id="phone")
-    after_authentication(GpodderAuthentication)
+    after_authentication(BasicThenSessionAuthentication)
     response = basic_client().post(
         "/api/2/subscriptions/alice/phone.json", {"add": [FEED], "remove": []}, format="json"
     )
@@ -128,7 +127,7 @@ def test_gpodder_subscription_upload(alice: Any, after_authentication: Any, devi
 def test_gpodder_episode_action_upload(alice: Any, after_authentication: Any, device_known: bool):
     if device_known:
         device_touch(user=alice, device_id="phone")
-    after_authentication(GpodderAuthentication)
+    after_authentication(BasicThenSessionAuthentication)
     response = basic_client().post(
         "/api/2/episodes/alice.json", [{**ACTION, "device": "phone"}], format="json"
     )
@@ -137,14 +136,14 @@ def test_gpodder_episode_action_upload(alice: Any, after_authentication: Any, de
 
 
 def test_gpodder_episode_action_upload_without_a_device(alice: Any, after_authentication: Any):
-    after_authentication(GpodderAuthentication)
+    after_authentication(BasicThenSessionAuthentication)
     response = basic_client().post("/api/2/episodes/alice.json", [ACTION], format="json")
     refused(response, "Basic")
     nothing_written(alice.pk)
 
 
 def test_gpodder_device_update(alice: Any, after_authentication: Any) -> None:
-    after_authentication(GpodderAuthentication)
+    after_authentication(BasicThenSessionAuthentication)
     response = basic_client().post(
         "/api/2/devices/alice/tablet.json", {"caption": "Tablet"}, format="json"
     )
@@ -159,7 +158,7 @@ def test_gpodder_device_update(alice: Any, after_authentication: Any) -> None:
 def test_nextcloud_subscription_change(alice: Any, after_authentication: Any, device_known: bool):
     if device_known:
         device_touch(user=alice, device_id="nextcloud")
-    after_authentication(NextcloudAuthentication)
+    after_authentication(BasicOnlyAuthentication)
     response = basic_client().post(
         f"{NC}/subscription_change/create", {"add": [FEED], "remove": []}, format="json"
     )
@@ -171,7 +170,7 @@ def test_nextcloud_subscription_change(alice: Any, after_authentication: Any, de
 def test_nextcloud_episode_action_create(alice: Any, after_authentication: Any, device_known):
     if device_known:
         device_touch(user=alice, device_id="nextcloud")
-    after_authentication(NextcloudAuthentication)
+    after_authentication(BasicOnlyAuthentication)
     response = basic_client().post(f"{NC}/episode_action/create", [ACTION], format="json")
     refused(response, "Basic")
     nothing_written(alice.pk)

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import SESSION_KEY
 from rest_framework.test import APIClient
 
+from accounts.basic import credentials
 from accounts.throttles import LoginThrottle
-from gpodder.authentication import credentials
 from gpodder.models import Device, DeviceFeed
 from subscriptions.models import Subscription
 from tests.helpers import PASSWORD, assert_error, basic, client_for, subscribe

@@ -8,7 +8,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts import services
-from gpodder.authentication import credentials
+from accounts.basic import credentials
 from tests.helpers import PASSWORD, assert_error, basic
 
 DEVICES = "/api/2/devices/alice.json"

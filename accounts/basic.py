@@ -1,6 +1,6 @@
-"""How gpodder apps authenticate: HTTP Basic on any request, with the account's password or an
-app password, after which a session cookie alone will do (docs/gpodder-api.md,
-"Authentication").
+"""HTTP Basic for the apps' protocols (the gpodder.net API and the Nextcloud gPodder Sync API):
+the account's username with its password or an app password (docs/gpodder-api.md,
+"Authentication"; docs/nextcloud.md, "Logging in").
 
 A password check is Argon2, tens of milliseconds by design, and Kasts sends Basic on every
 request: a process remembers the credentials it verified for GPODDER_CREDENTIAL_CACHE_SECONDS,
@@ -21,7 +21,7 @@ from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY
+from django.contrib.auth import SESSION_KEY, login
 from django.contrib.auth.base_user import AbstractBaseUser
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
@@ -29,7 +29,7 @@ from rest_framework.request import Request
 
 from accounts.active import AccountState, app_password_stands, current_user
 from accounts.services import app_authenticate
-from accounts.sessions import APP_PASSWORD_SESSION_KEY, session_user_id
+from accounts.sessions import APP, APP_PASSWORD_SESSION_KEY, SURFACE_SESSION_KEY, session_user_id
 from accounts.throttles import count_login_attempt, refuse_while_throttled
 from api.browsers import refuse_cross_site
 
@@ -123,13 +123,46 @@ def _basic_credentials(encoded: str) -> tuple[str, str]:
     return username, password
 
 
-class GpodderAuthentication(BaseAuthentication):
-    """HTTP Basic (the account's username and its password or an app password), else the
-    session cookie a successful Basic authentication set. No CSRF token: the cookie is
-    SameSite=Lax, and a request another site made a browser send is refused (403) before either
-    is read, since a browser sends the Basic credentials it was once given with it. No 401 asks
-    a browser for them (api.browsers). `request.app_password_id` names the app password used
-    (None: none)."""
+def _read_with_session(request: Request) -> tuple[Any, AccountState] | None:
+    """The user's id and state read with the request's app session, when it came with one (as
+    Kasts sends its cookie with Basic): the credentials' check then needs no lookup of its own,
+    and the session is read once either way (the view asks whether it is this user's)."""
+    session = getattr(request._request, "session", None)
+    if session is None or session.session_key is None:
+        return None
+    user_id = session_user_id(session.get(SESSION_KEY))  # reads the session
+    state = getattr(session, "account_state", None)
+    if user_id is None or state is None:
+        return None
+    return user_id, state
+
+
+def basic_user(request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:
+    """The user of Basic credentials (`encoded`: what follows "Basic "), and the id of the app
+    password they are (None: the account's own password): remembered ones at once, others
+    checked, a failure counted; all refused while the shared login throttle locks the username
+    out, remembered ones too. AuthenticationFailed when they are wrong. Both apps' protocols
+    authenticate with it."""
+    username, password = _basic_credentials(encoded)
+    refuse_while_throttled(request, username)
+    known = credentials.user(username, password, _read_with_session(request))
+    if known is not None:
+        return known
+    found = app_authenticate(request._request, username=username, password=password)
+    if found is None:
+        count_login_attempt(request, username)
+        raise AuthenticationFailed("Wrong username or password")
+    credentials.remember(username, password, *found)
+    return found
+
+
+class BasicThenSessionAuthentication(BaseAuthentication):
+    """The gpodder.net API's: HTTP Basic (the account's username and its password or an app
+    password), else the session cookie a successful Basic authentication set (`accepted`). No
+    CSRF token: the cookie is SameSite=Lax, and a request another site made a browser send is
+    refused (403) before either is read, since a browser sends the Basic credentials it was
+    once given with it. No 401 asks a browser for them (api.browsers). `request.app_password_id`
+    names the app password used (None: none)."""
 
     def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
         refuse_cross_site(request)
@@ -155,35 +188,39 @@ class GpodderAuthentication(BaseAuthentication):
     def authenticate_header(self, request: Request) -> str:
         return f'Basic realm="{settings.GPODDER_REALM}"'
 
+    def accepted(self, request: Request) -> None:
+        """The request passed the view's checks (api.protocols): a successful Basic
+        authentication sets the session cookie, unless it came with the app session of this very
+        user (an app sending both writes no session again)."""
+        session = request._request.session
+        app_password_id = getattr(request, "app_password_id", None)
+        if getattr(request, "by_basic", False) and (
+            session.get(SESSION_KEY) != str(request.user.pk)
+            or session.get(SURFACE_SESSION_KEY) != APP
+            or session.get(APP_PASSWORD_SESSION_KEY) != app_password_id
+        ):
+            login(request._request, request.user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
+            # The session remembers the app password it was made with: revoking it ends it.
+            if app_password_id is None:
+                session.pop(APP_PASSWORD_SESSION_KEY, None)
+            else:
+                session[APP_PASSWORD_SESSION_KEY] = app_password_id
 
-def _read_with_session(request: Request) -> tuple[Any, AccountState] | None:
-    """The user's id and state read with the request's app session, when it came with one (as
-    Kasts sends its cookie with Basic): the credentials' check then needs no lookup of its own,
-    and the session is read once either way (the view asks whether it is this user's)."""
-    session = getattr(request._request, "session", None)
-    if session is None or session.session_key is None:
-        return None
-    user_id = session_user_id(session.get(SESSION_KEY))  # reads the session
-    state = getattr(session, "account_state", None)
-    if user_id is None or state is None:
-        return None
-    return user_id, state
 
+class BasicOnlyAuthentication(BaseAuthentication):
+    """The Nextcloud gPodder Sync API's: HTTP Basic only, on every request (no session is read
+    or written), never from a request another site made a browser send (403; no 401 asks a
+    browser for credentials: api.browsers). `request.app_password_id` names the app password
+    used (None: the account's own password)."""
 
-def basic_user(request: Request, encoded: str) -> tuple[AbstractBaseUser, int | None]:
-    """The user of Basic credentials (`encoded`: what follows "Basic "), and the id of the app
-    password they are (None: the account's own password): remembered ones at once, others
-    checked, a failure counted; all refused while the shared login throttle locks the username
-    out, remembered ones too. AuthenticationFailed when they are wrong. The Nextcloud paths
-    authenticate with it too (docs/nextcloud.md)."""
-    username, password = _basic_credentials(encoded)
-    refuse_while_throttled(request, username)
-    known = credentials.user(username, password, _read_with_session(request))
-    if known is not None:
-        return known
-    found = app_authenticate(request._request, username=username, password=password)
-    if found is None:
-        count_login_attempt(request, username)
-        raise AuthenticationFailed("Wrong username or password")
-    credentials.remember(username, password, *found)
-    return found
+    def authenticate(self, request: Request) -> tuple[AbstractBaseUser, None] | None:
+        refuse_cross_site(request)
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if header[:6].lower() != "basic ":
+            return None
+        user, app_password_id = basic_user(request, header[6:])
+        request.app_password_id = app_password_id  # type: ignore[attr-defined]
+        return user, None
+
+    def authenticate_header(self, request: Request) -> str:
+        return f'Basic realm="{settings.GPODDER_REALM}"'
