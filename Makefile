@@ -13,12 +13,13 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else 1)' || { echo "$(PYTHON) is not a supported Python: use 3.11, 3.12 or 3.13" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: Python compiles a module when it is first imported, which is a small part of
+# what pip would compile (every module of every package, Django's many unused ones too).
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	touch $@
 
-# --no-compile: the test tools' modules are compiled when a run first imports them.
-$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+$(VENV)/.dev: requirements-dev.txt requirements-test.txt $(VENV)/.runtime
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt
 	touch $@
 

@@ -42,8 +42,9 @@ run() {
   [ "$status" = 0 ] || echo "$name" >>"$FAILED"
 }
 
-# The pytest of a venv for `python` (.venv-3.X), with the test requirements, made when missing
-# or older than the requirements (under a lock: two slices may ask for one venv at once); MAIN's
+# The pytest of a venv for `python` (.venv-3.X), with the test requirements (the slices need no
+# linter), made when missing or older than the requirements (under a lock: two slices may ask
+# for one venv at once); MAIN's
 # own venv for MAIN's Python. Nothing, and its name in FAILED, when it cannot be made.
 pytest_for() {
   local python=$1 version venv
@@ -57,13 +58,13 @@ pytest_for() {
   # Each step chained with &&: errexit does not reach into an `if` condition.
   if ! (
     flock 9 || exit 1
-    if [ ! -f "$venv/.dev" ] || [ requirements-dev.txt -nt "$venv/.dev" ] \
+    if [ ! -f "$venv/.dev" ] || [ requirements-test.txt -nt "$venv/.dev" ] \
         || [ requirements.txt -nt "$venv/.dev" ]; then
       echo "Python $version: installing the test requirements in $venv"
       # --no-compile: a run compiles what it imports, a small part of what pip would compile.
       "$python" -m venv "$venv" \
         && "$venv/bin/pip" install --quiet --disable-pip-version-check --no-compile \
-          -r requirements-dev.txt \
+          -r requirements-test.txt \
         && touch "$venv/.dev"
     fi
   ) 9>"$venv/.lock" 2>&1 | sed -u "s/^/[venv-$version] /" >&2; then
