@@ -61,9 +61,8 @@ PYTHONS_SLICE := tests/api tests/home tests/accounts/test_migrations.py
 # that sets PYTHONDONTWRITEBYTECODE made every process, servers and workers included, compile the
 # project and pytest rewrite every test module again).
 test: export PYTHONDONTWRITEBYTECODE :=
-test:
-	@$(MAKE) --no-print-directory -j2 $(VENV)/.dev servers  # pip and apt-get at once
-	MAKE="$(MAKE)" POOLED_SLICE="$(POOLED_SLICE)" HOME_SLICE="$(HOME_SLICE)" \
+test: $(BIN)/python
+	MAKE="$(MAKE)" VENV="$(VENV)" POOLED_SLICE="$(POOLED_SLICE)" HOME_SLICE="$(HOME_SLICE)" \
 		PYTHONS_SLICE="$(PYTHONS_SLICE)" ./scripts/test-slices.sh $(BIN)/python
 
 # The image and both compose layouts built and run with podman (docs/containers.md, "Testing the

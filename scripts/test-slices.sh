@@ -9,12 +9,14 @@
 #
 # All at once, not one after the other: the suite's worker and server tests leave the cores idle
 # while they wait (for a redelivery, a restart, a timeout), and the slices fill them. The main
-# run, the longest, starts at once; each slice as soon as its Python's venv is made (pip waits
-# on the network and the disk a good part of the time). The main run has two processes
+# run, the longest, starts as soon as its venv and the servers are installed (make's $VENV/.dev
+# and servers); each slice then too, once its Python's venv is made. The venvs are made at once
+# (pip waits on the network and the disk a good part of the time). The main run has two processes
 # (pytest-xdist) that take each other's tests when one runs out (worksteal), each slice one; each
 # process has its own PostgreSQL, PgBouncer, Redis, ports and database. Every line is prefixed
 # with its run's name; the script exits 1 naming each run that failed.
-# Usage: POOLED_SLICE="..." HOME_SLICE="..." PYTHONS_SLICE="..." scripts/test-slices.sh MAIN_PYTHON
+# Usage: POOLED_SLICE="..." HOME_SLICE="..." PYTHONS_SLICE="..." [VENV=.venv] [MAKE=make] \
+#   scripts/test-slices.sh MAIN_PYTHON
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +35,6 @@ echo "Main run on Python $main, pooled slice on Python $(version_of "$pooled_pyt
 
 # Each run's lines, prefixed with its name as they come; its name in FAILED when it fails.
 FAILED=$(mktemp)
-trap 'rm -f "$FAILED"' EXIT
 run() {
   local name=$1
   shift
@@ -74,12 +75,25 @@ pytest_for() {
   echo "$venv/bin/pytest"
 }
 
-run lint "${MAKE:-make}" --no-print-directory lint &
-run main "$(pytest_for "$main_python")" -n 2 --dist worksteal --durations=15 &
+# The main venv and the servers (make's $VENV/.dev and servers targets, pip and apt-get at once)
+# while the other Pythons' venvs are made: every run waits for them (prepared).
+PREPARED=$(mktemp -u)
+trap 'rm -f "$FAILED" "$PREPARED"' EXIT
+(
+  run prepare "${MAKE:-make}" --no-print-directory -j2 "${VENV:-.venv}/.dev" servers
+  touch "$PREPARED"
+) &
+prepared() {
+  until [ -e "$PREPARED" ]; do sleep 1; done
+  ! grep -qx prepare "$FAILED"
+}
+
+(prepared && run lint "${MAKE:-make}" --no-print-directory lint) &
+(prepared && run main "$(pytest_for "$main_python")" -n 2 --dist worksteal --durations=15) &
 (
   pooled=$(pytest_for "$pooled_python")
   # shellcheck disable=SC2086  # the slices are lists of paths
-  [ -z "$pooled" ] || DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
+  [ -z "$pooled" ] || ! prepared || DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
     run pooled "$pooled" -p no:cacheprovider -n 1 --reuse-db $POOLED_SLICE
   for python in "${others[@]}"; do
     if [ "$python" = "$home_python" ]; then
@@ -87,14 +101,14 @@ run main "$(pytest_for "$main_python")" -n 2 --dist worksteal --durations=15 &
     fi
     other=$(pytest_for "$python")
     # shellcheck disable=SC2086
-    [ -z "$other" ] || run "python$(version_of "$python")" "$other" -p no:cacheprovider -n 1 \
-      $PYTHONS_SLICE
+    [ -z "$other" ] || ! prepared || run "python$(version_of "$python")" "$other" \
+      -p no:cacheprovider -n 1 $PYTHONS_SLICE
   done
 ) &
 (
   home=$(pytest_for "$home_python")
   # shellcheck disable=SC2086
-  [ -z "$home" ] || TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 1 \
+  [ -z "$home" ] || ! prepared || TEST_HOME_SERVER=1 run home "$home" -p no:cacheprovider -n 1 \
     -m "not postgresql" $HOME_SLICE $PYTHONS_SLICE
 ) &
 wait
