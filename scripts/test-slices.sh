@@ -45,8 +45,8 @@ run() {
 
 # The pytest of a venv for `python` (.venv-3.X), with the test requirements (the slices need no
 # linter), made when missing or older than the requirements (under a lock: two slices may ask
-# for one venv at once); MAIN's
-# own venv for MAIN's Python. Nothing, and its name in FAILED, when it cannot be made.
+# for one venv at once); MAIN's own venv for MAIN's Python. Nothing, and its name in FAILED, when
+# it cannot be made.
 pytest_for() {
   local python=$1 version venv
   version=$(version_of "$python")
