@@ -131,7 +131,8 @@ class SharedCounts:
         }
         self._remember(answers)
         count, closes = answers[key]
-        return count, closes - now
+        # Redis answers whole milliseconds: (now + left) - now is off by a rounding otherwise.
+        return count, round(closes - now, 3)
 
     def _hold_again(self, unsent: dict[str, _Held]) -> None:
         with self._lock:
