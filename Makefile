@@ -84,7 +84,7 @@ format: $(VENV)/.dev
 	$(BIN)/ruff format .
 
 bench: $(VENV)/.dev
-	@./scripts/install-servers.sh wrk
+	@./scripts/install-servers.sh wrk nginx php
 	$(BIN)/python bench/run.py
 
 # Every endpoint for SOAK_SECONDS (900), the database and Redis restarted on the way (bench/README.md).

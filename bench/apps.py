@@ -110,6 +110,7 @@ class App:
         self.reconnects = 0
         self.last_bytes = 0
         self.pulled: list[int] = []  # the actions each download answered
+        self.redelivered = 0  # actions the rounds' downloads brought that the app already had
         self.uploaded_urls: set[str] = set()  # acknowledged (a 200)
         self.uploaded_actions: set[Key] = set()
         self.seen_urls: set[str] = set()
@@ -239,6 +240,8 @@ class App:
         """Note a download's actions; answers how many were new to this app."""
         keys = set(map(action_key, actions))
         new = len(keys - self.seen_actions)
+        if self.phase in ROUND:
+            self.redelivered += len(keys) - len(keys - self.seen_actions - self.uploaded_actions)
         self.seen_actions |= keys
         self.pulled.append(len(actions))
         return new
@@ -246,9 +249,10 @@ class App:
     def feeds(self, count: int) -> list[str]:
         return [f"{self.base}/{n}.xml" for n in range(count)]
 
-    def plays(self, count: int) -> list[dict[str, Any]]:
-        """New play actions, each its own episode, as AntennaPod writes them."""
-        now = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    def plays(self, count: int, ago: float = 0.0) -> list[dict[str, Any]]:
+        """New play actions, each its own episode, as AntennaPod writes them: stamped with the
+        time they were played, `ago` seconds before now."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - ago))
         made = []
         for n in range(self.played, self.played + count):
             made.append(
@@ -271,6 +275,7 @@ class App:
         return {
             "phases": self.phases,
             "reconnects": self.reconnects,
+            "redelivered": self.redelivered,
             "uploaded_urls": self.uploaded_urls,
             "uploaded_actions": self.uploaded_actions,
             "seen_urls": self.seen_urls,
@@ -346,6 +351,7 @@ class Summary:
     not_200: int  # answers other than 200, in all phases
     failed: list[str]  # apps that stopped with an error
     missing: int  # uploads some app's pulls or the download from 0 did not hold
+    redelivered: int  # actions the rounds' downloads brought to an app that already had them
     phase_p50_ms: dict[str, float]
 
 
@@ -411,12 +417,14 @@ def run(
             + (f", NOT 200: {bad}" if bad else "")
         )
     ok_per_s = request_p50 = round_p50 = 0.0
+    redelivered = 0
     if done and rounds:
         start = min(report["rounds"][0] for report in done)
         end = max(report["rounds"][1] for report in done)
         ok = sum(report["phases"][name].statuses[200] for report in done for name in ROUND)
         kinds = [[t for r in done for t in r["phases"][name].times] for name in ROUND]
         pulled = [n for report in done for n in report["pulled"]]
+        redelivered = sum(report["redelivered"] for report in done)
         ok_per_s = ok / (end - start)
         request_p50 = median_ms([t for times in kinds for t in times])
         round_p50 = sum(median_ms(times) for times in kinds)
@@ -424,7 +432,8 @@ def run(
             f"rounds: {ok:,} answers 200 in {end - start:.2f} s: {ok_per_s:.0f} ok/s; p50 a "
             f"request {request_p50:.2f} ms ({' + '.join(f'{median_ms(t):.2f}' for t in kinds)} = "
             f"{round_p50:.2f} ms a round); actions a download: median "
-            f"{statistics.median(pulled or [0]):.0f}, most {max(pulled or [0]):,}"
+            f"{statistics.median(pulled or [0]):.0f}, most {max(pulled or [0]):,}; "
+            f"already had: {redelivered:,} of {sum(pulled):,}"
         )
     reconnects = sum(report["reconnects"] for report in done)
     if reconnects:
@@ -432,7 +441,27 @@ def run(
     missing = check(url, user, password, tag, done, say) if done else 0
     for error in failed:
         say(f"FAILED: {error}")
-    return Summary(apps, ok_per_s, request_p50, round_p50, not_200, failed, missing, phase_p50)
+    return Summary(
+        apps, ok_per_s, request_p50, round_p50, not_200, failed, missing, redelivered, phase_p50
+    )
+
+
+def late_phone(url: str, user: str, password: str, count: int = 600, lag: float = 600) -> int:
+    """A phone `lag` seconds behind: after another device of `user` has synced, it uploads
+    `count` plays stamped with when they were played, `lag` seconds ago (offline, on the train).
+    Answers how many of them the other device's next syncs do not bring: a server that files an
+    action under the time written on it, not when it arrived, loses them all."""
+    tag = f"late-{time.time_ns():x}"
+    reader = App(url, user, password, "bench-late-reader", tag=tag)
+    phone = App(url, user, password, "bench-late-phone", tag=tag)
+    for app in (reader, phone):
+        app.phase = "late phone"
+        app.login()
+    sync_on(reader)
+    for start in range(0, count, BATCH):
+        phone.upload_actions(phone.plays(min(BATCH, count - start), ago=lag))
+    sync_on(reader)
+    return len(phone.uploaded_actions - reader.seen_actions) + count - len(phone.uploaded_actions)
 
 
 def check(

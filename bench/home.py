@@ -46,7 +46,7 @@ def _env(data: Path, port: int) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _serving(data: Path, port: int, log: Path) -> Iterator[tuple[psutil.Process, float]]:
+def serving(data: Path, port: int, log: Path) -> Iterator[tuple[psutil.Process, float]]:
     """The home server started as `make run` starts it: its process, and seconds to serving."""
     started = time.monotonic()
     with open(log, "ab") as out:
@@ -67,6 +67,19 @@ def _serving(data: Path, port: int, log: Path) -> Iterator[tuple[psutil.Process,
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
+
+
+def add_users(data: Path, port: int, users: tuple[str, ...], password: str = PASSWORD) -> None:
+    """Accounts for `users` on the home server of `data`, each with `password`."""
+    made = (
+        "from django.contrib.auth import get_user_model\n"
+        f"for name in {users!r}:\n"
+        f"    get_user_model().objects.create_user(name, password={password!r})\n"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", made],
+        cwd=ROOT, env=_env(data, port), check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
 
 
 def _healthy(port: int) -> bool:
@@ -93,18 +106,10 @@ def bench_home(row: Callable[..., None]) -> None:
     data = Path(tempfile.mkdtemp(prefix="opa-home-")) / "data"
     port = _free_port()
     log = data.parent / "serve.log"
-    with _serving(data, port, log) as (_, first):
+    with serving(data, port, log) as (_, first):
         pass
-    users = (
-        "from django.contrib.auth import get_user_model\n"
-        "for name in ('apps1', 'apps4'):\n"
-        f"    get_user_model().objects.create_user(name, password={PASSWORD!r})\n"
-    )
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", users],
-        cwd=ROOT, env=_env(data, port), check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    with _serving(data, port, log) as (server, warm):
+    add_users(data, port, ("apps1", "apps4"))
+    with serving(data, port, log) as (server, warm):
         row("home server: first start to serving (migrations, static files)", f"{first:.1f} s")
         row("home server: start to serving, warm venv", f"{warm:.1f} s", f"<= {START_TARGET_S:g} s")
         idle_rss, idle_pss = tree_memory_mb(server)

@@ -31,10 +31,12 @@ from bench import (  # noqa: E402
     gpodder,
     home,
     nextcloud,
+    peers,
     queries,
     sync,
     v1,
     web,
+    wsgi,
 )
 from bench.harness import (  # noqa: E402
     CONNECTIONS,
@@ -83,6 +85,8 @@ AREAS = (
     Area(("catalogue",), "service", lambda b: catalogue.bench_catalogue(b.app)),
     Area(("sync",), "service", lambda b: sync.bench_sync(b.app)),
     Area(("apps",), "", lambda b: sync.bench_apps(b.pg, b.redis, b.logs)),
+    Area(("peers",), "", lambda b: peers.bench_peers(b.pg, b.redis, b.logs)),
+    Area(("wsgi",), "", lambda b: wsgi.bench_wsgi(b.pg, b.redis, b.logs)),
     Area(("queries", "nextcloud"), "", lambda b: queries.bench_nextcloud_queries()),
     Area(("queries",), "", lambda b: queries.bench_queries()),
     Area(("queries",), "", lambda b: queries.bench_calls()),

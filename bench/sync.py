@@ -384,9 +384,11 @@ def bench_apps(pg: servers.Server, redis_server: servers.RedisServer, logs: Path
         )
 
 
-def service_on(pg: servers.Server, database: str, redis_url: str) -> dict[str, str]:
-    """The service's environment on a new `database` of `pg`, migrated, with the users apps1 and
-    apps4 (in subprocesses: this process's Django stays on the bench's database)."""
+def service_on(
+    pg: servers.Server, database: str, redis_url: str, users: tuple[str, ...] = ("apps1", "apps4")
+) -> dict[str, str]:
+    """The service's environment on a new `database` of `pg`, migrated, with `users` (each with
+    PASSWORD; in subprocesses: this process's Django stays on the bench's database)."""
     import psycopg
 
     env = {
@@ -397,12 +399,12 @@ def service_on(pg: servers.Server, database: str, redis_url: str) -> dict[str, s
     with psycopg.connect(f"postgresql://postgres@{pg.host}:{pg.port}/postgres") as conn:
         conn.autocommit = True
         conn.execute(f"CREATE DATABASE {database}")
-    users = (
+    made = (
         "from django.contrib.auth import get_user_model\n"
-        "for name in ('apps1', 'apps4'):\n"
+        f"for name in {users!r}:\n"
         f"    get_user_model().objects.create_user(name, password={PASSWORD!r})\n"
     )
-    for command in (["migrate", "--noinput", "-v", "0"], ["shell", "-c", users]):
+    for command in (["migrate", "--noinput", "-v", "0"], ["shell", "-c", made]):
         done = subprocess.run(
             [sys.executable, "manage.py", *command],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,

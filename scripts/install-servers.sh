@@ -21,7 +21,14 @@ command -v redis-server >/dev/null || missing+=(redis-server)
 # tests/deploy/test_systemd.py verifies the units in deploy/systemd with it.
 command -v systemd-analyze >/dev/null || missing+=(systemd)
 for tool in "$@"; do  # more commands, each from the Debian package of its name (make bench: wrk)
-  command -v "$tool" >/dev/null || missing+=("$tool")
+  case $tool in
+    # oPodSync, which make bench runs beside the service (bench/peers.py): PHP with SQLite, php-fpm.
+    php)
+      { command -v php >/dev/null && php -m | grep -qx sqlite3 && compgen -G '/usr/sbin/php-fpm*'; } \
+        >/dev/null || missing+=(php-cli php-sqlite3 php-fpm)
+      ;;
+    *) command -v "$tool" >/dev/null || missing+=("$tool") ;;
+  esac
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

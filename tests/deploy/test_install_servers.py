@@ -88,9 +88,11 @@ def machine(tmp_path):
         }
 
 
-def run(machine, script: Path = SCRIPT, **env: str) -> subprocess.CompletedProcess[str]:
+def run(
+    machine, script: Path = SCRIPT, tool: str = MISSING, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(script), MISSING],
+        ["bash", str(script), tool],
         env={**machine["env"], **env},
         capture_output=True,
         text=True,
@@ -152,6 +154,17 @@ def test_a_failed_install_still_removes_the_policy(machine):
     assert "policy-rc.d: 101" in calls(machine)
     assert not machine["policy"].exists()
     assert answers(machine["redis"].port)
+
+
+def test_php_is_installed_with_its_sqlite_module_and_php_fpm(machine):
+    """make bench's oPodSync needs PHP's SQLite module and php-fpm besides the php command: a
+    PHP without the module gets the three packages."""
+    stand_in(machine["tmp"] / "bin", "php", "#!/bin/sh\necho Core\necho json\n")
+
+    result = run(machine, tool="php")
+
+    assert result.returncode == 0, result.stderr
+    assert calls(machine)[1].endswith(" php-cli php-sqlite3 php-fpm")
 
 
 def test_the_script_names_no_service_command():

@@ -1,0 +1,257 @@
+"""Side by side with oPodSync (BENCH_ONLY=peers; bench/README.md, "Beside oPodSync"): AntennaPod's
+sync (bench/apps.py) with 1 and with 4 devices of one user, and a phone 600 s late, on
+
+- oPodSync under `php -S`, as its Makefile runs it, and under nginx with php-fpm, as a host runs
+  it (each on SQLite, as it ships);
+- this service under gunicorn on PostgreSQL with its defaults (each commit waits for the disk);
+- the home server (`manage.py serve`) on SQLite.
+
+Each server is started afresh on an empty store for each of BENCH_PEER_RUNS runs (3), and each
+ratio is printed as the median of the runs with its lowest and highest. oPodSync comes from its
+source at OPODSYNC_COMMIT, cloned from OPODSYNC_REPO (its GitHub repository, or any clone of it)
+into bench/out the first time; PHP, php-fpm and nginx from Debian's packages (`make bench`).
+"""
+
+import contextlib
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import redis
+
+from bench import apps, home
+from bench.harness import OUT, Gunicorn, row, running
+from bench.sync import PASSWORD, service_on
+from tests import servers
+
+OPODSYNC_COMMIT = "18095b13187756e21b9d951c8c25fdd9ffc17e05"
+OPODSYNC_REPO = os.environ.get("OPODSYNC_REPO", "https://github.com/kd2org/opodsync.git")
+RUNS = int(os.environ.get("BENCH_PEER_RUNS", "3"))
+USER = "peer"
+PHP_S = "oPodSync, php -S"
+PHP_FPM = "oPodSync, nginx + php-fpm"
+SERVICE = "this service, gunicorn + PostgreSQL"
+HOME = "home server, SQLite"
+
+# Each server: a context manager that starts it afresh and yields its URL, with USER's account.
+Served = Callable[[Path], contextlib.AbstractContextManager[str]]
+
+
+def opodsync_source() -> Path:
+    """oPodSync's source at OPODSYNC_COMMIT, cloned the first time."""
+    source = OUT / f"opodsync-{OPODSYNC_COMMIT[:7]}"
+    if not (source / "server" / "index.php").exists():
+        part = source.with_name(source.name + ".part")
+        shutil.rmtree(part, ignore_errors=True)
+        subprocess.run(["git", "clone", "--quiet", OPODSYNC_REPO, str(part)], check=True)
+        subprocess.run(["git", "-C", str(part), "checkout", "--quiet", OPODSYNC_COMMIT], check=True)
+        part.rename(source)
+    return source
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def answers(url: str) -> bool:
+    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
+        return bool(answer.status == 200)
+    return False
+
+
+@contextlib.contextmanager
+def started(
+    command: list[str], log: Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    with open(log, "ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def php_fpm() -> str:
+    found = sorted(Path("/usr/sbin").glob("php-fpm*"))
+    if not found:
+        raise RuntimeError("php-fpm is not installed: `make bench` installs it (apt-get)")
+    return str(found[-1])
+
+
+@contextlib.contextmanager
+def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
+    """oPodSync on a new data folder, with USER's account: under `php -S`, or nginx + php-fpm."""
+    source, data, port = opodsync_source(), folder / "data", free_port()
+    data.mkdir(parents=True)
+    env = {**os.environ, "DATA_ROOT": str(data)}
+    with contextlib.ExitStack() as stack:
+        if fpm:
+            fpm_address = f"127.0.0.1:{free_port()}"
+            (folder / "php-fpm.conf").write_text(
+                f"[global]\nerror_log = {folder}/php-fpm.log\ndaemonize = no\n"
+                f"[www]\nlisten = {fpm_address}\nclear_env = no\n"
+                f"pm = static\npm.max_children = {2 * (os.cpu_count() or 1)}\n"
+            )
+            (folder / "nginx.conf").write_text(
+                # As root, its workers would otherwise run as nobody, who cannot enter the folder.
+                ("user root;\n" if os.geteuid() == 0 else "")
+                + f"daemon off;\nworker_processes auto;\npid {folder}/nginx.pid;\n"
+                f"error_log {folder}/nginx-error.log;\nevents {{}}\nhttp {{\n"
+                f"  access_log off;\n  client_body_temp_path {folder}/body;\n"
+                f"  fastcgi_temp_path {folder}/fastcgi;\n"
+                f"  server {{\n    listen 127.0.0.1:{port};\n    root {source}/server;\n"
+                # Its address comes from SERVER_NAME, which is empty without a server_name.
+                "    server_name 127.0.0.1;\n"
+                # The rules of its .htaccess: every path not a file goes to index.php.
+                "    location / { try_files $uri /index.php$is_args$args; }\n"
+                "    location ~ \\.php$ {\n      include /etc/nginx/fastcgi_params;\n"
+                "      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;\n"
+                f"      fastcgi_pass {fpm_address};\n    }}\n  }}\n}}\n"
+            )
+            # -R: the bench may run as root, which php-fpm refuses for its workers otherwise.
+            command = [php_fpm(), "-F", "-R", "-y", str(folder / "php-fpm.conf")]
+            stack.enter_context(started(command, folder / "php-fpm.out", env=env))
+            command = ["nginx", "-c", str(folder / "nginx.conf"), "-e", str(folder / "nginx.err")]
+            stack.enter_context(started(command, folder / "nginx.out"))
+        else:
+            command = ["php", "-S", f"127.0.0.1:{port}", "-t", "server", "server/index.php"]
+            stack.enter_context(started(command, folder / "php.log", cwd=source, env=env))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while not answers(url + "/"):  # its first answer makes its database
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"oPodSync did not answer in 30 s: see {folder}")
+            time.sleep(0.1)
+        # The account as its registration form makes it (password_hash), without the captcha.
+        add = (
+            "$db = new SQLite3(getenv('DB_FILE'));"
+            "$q = $db->prepare('INSERT INTO users (name, password) VALUES (?, ?)');"
+            "$q->bindValue(1, getenv('NAME')); $q->bindValue(2, password_hash(getenv('PW'),"
+            " PASSWORD_DEFAULT)); $q->execute();"
+        )
+        subprocess.run(
+            ["php", "-r", add],
+            env={**env, "DB_FILE": str(data / "data.sqlite"), "NAME": USER, "PW": PASSWORD},
+            check=True,
+        )
+        yield url
+
+
+@contextlib.contextmanager
+def service(pg: servers.Server, redis_server: servers.RedisServer, folder: Path) -> Iterator[str]:
+    """This service under gunicorn on a new database of `pg`, with USER's account."""
+    database = f"opa_peer_{folder.name.replace('-', '_')}"
+    redis_url = f"redis://127.0.0.1:{redis_server.port}/6"
+    redis.Redis.from_url(redis_url).flushdb()  # nothing remembered of an earlier run's account
+    env = service_on(pg, database, redis_url, users=(USER,))
+    app = Gunicorn("config.wsgi", env, folder / "gunicorn.log")
+    with running(app):
+        app.start()
+        yield f"http://127.0.0.1:{app.port}"
+
+
+@contextlib.contextmanager
+def home_server(folder: Path) -> Iterator[str]:
+    """The home server on a new data folder, with USER's account."""
+    port = free_port()
+    data = folder / "data"
+    with home.serving(data, port, folder / "serve.log"):
+        pass  # its first start migrates
+    home.add_users(data, port, (USER,), PASSWORD)
+    with home.serving(data, port, folder / "serve.log"):
+        yield f"http://127.0.0.1:{port}"
+
+
+class Measured:
+    """One server's figures over the runs: ok/s at 1 and 4 apps, non-200s, losses, resends."""
+
+    def __init__(self) -> None:
+        self.ok: dict[int, list[float]] = {1: [], 4: []}
+        self.not_200 = self.missing = self.late_lost = self.late_sent = 0
+        self.redelivered: dict[int, list[int]] = {1: [], 4: []}
+        self.failed: list[str] = []
+
+    def clean(self) -> bool:
+        return not (self.not_200 or self.missing or self.late_lost or self.failed)
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x ({min(values):.2f} to {max(values):.2f})"
+
+
+def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Path) -> None:
+    print(
+        f"Beside oPodSync ({OPODSYNC_COMMIT[:7]}): AntennaPod's sync, {RUNS} runs (bench/peers.py)"
+    )
+    opodsync_source()
+    started_afresh: dict[str, Served] = {
+        PHP_S: lambda folder: opodsync(folder, fpm=False),
+        PHP_FPM: lambda folder: opodsync(folder, fpm=True),
+        SERVICE: lambda folder: service(pg, redis_server, folder),
+        HOME: home_server,
+    }
+    found = {name: Measured() for name in started_afresh}
+    for run in range(RUNS):
+        for name, serve in started_afresh.items():
+            measured = found[name]
+            for count in (1, 4):
+                folder = Path(tempfile.mkdtemp(prefix=f"peer-{run}-{count}-", dir=logs))
+                print(f"  run {run + 1}, {name}, {count} app(s):", flush=True)
+                with serve(folder) as url:
+                    summary = apps.run(url, USER, PASSWORD, apps=count)
+                    measured.ok[count].append(summary.ok_per_s)
+                    measured.redelivered[count].append(summary.redelivered)
+                    measured.not_200 += summary.not_200
+                    measured.missing += summary.missing
+                    measured.failed += summary.failed
+                    if count == 1:
+                        measured.late_lost += apps.late_phone(url, USER, PASSWORD)
+                        measured.late_sent += 600
+    for name, measured in found.items():
+        row(
+            f"peers: {name}, ok/s at 1 and 4 apps (median of {RUNS})",
+            f"{statistics.median(measured.ok[1]):.0f} and {statistics.median(measured.ok[4]):.0f}"
+            f"; not 200: {measured.not_200}; lost: {measured.missing}; a phone 600 s late: "
+            f"{measured.late_lost} of {measured.late_sent} lost; resent at 4 apps: "
+            f"{statistics.median(measured.redelivered[4]):,.0f} actions"
+            + (f"; FAILED: {measured.failed[:3]}" if measured.failed else ""),
+        )
+    peers = [found[PHP_S], found[PHP_FPM]]
+    clean = [peer for peer in peers if peer.clean()] or peers
+
+    def ratios(ours: Measured, theirs: list[Measured], count: int) -> list[float]:
+        # Run by run, against the best of the peers in that run.
+        return [
+            ours.ok[count][run] / max(peer.ok[count][run] for peer in theirs) for run in range(RUNS)
+        ]
+
+    best = "the best oPodSync " + ("with no errors" if clean != peers else "(each had errors)")
+    ours, home_ = found[SERVICE], found[HOME]
+    row(f"peers: service vs {best}, 1 app", spread(ratios(ours, clean, 1)), ">= 1.2x")
+    row(f"peers: service vs {best}, 4 apps", spread(ratios(ours, clean, 4)), ">= 2x")
+    for count, target in ((1, ">= 1.5x"), (4, ">= 1x")):
+        row(
+            f"peers: home server vs oPodSync php -S, {count} app(s)",
+            spread(ratios(home_, [peers[0]], count)),
+            target,
+        )
+    for name in (SERVICE, HOME):
+        row(
+            f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",
+            f"{found[name].not_200} and {found[name].missing + found[name].late_lost}",
+            "0 and 0",
+        )
