@@ -2,16 +2,20 @@
 every write of a user's subscriptions (subscriptions, gpodder, deletions, web), shared by
 the reads that answer a timestamp."""
 
+import functools
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.db import connection, models
-from django.db.models import ExpressionWrapper, F, Func, OuterRef, Subquery, Value
+from django.db import connection
 
 from core import clock
-from core.db import locks
+from core.db import locks, sql
 from core.exceptions import NotAuthorized
 from subscriptions.models import Subscription
+
+_SUBSCRIPTIONS = Subscription._meta.db_table
+_CHANGED = Subscription._meta.get_field("changed")
+_LOCKED_COLUMNS = sql.Columns(_CHANGED)
 
 
 def lock_user_writes(user_id: int, *, inactive: bool = False) -> datetime:
@@ -36,28 +40,35 @@ def lock_user_writes_after(
     user_id: int, *, inactive: bool = False
 ) -> tuple[datetime, datetime | None]:
     """lock_user_writes, with the time of the user's latest change before these writes (None:
-    none yet), read in the same query."""
-    latest = Subscription.objects.filter(user=OuterRef("pk")).order_by("-changed")
-    users = get_user_model().objects.filter(pk=user_id)
-    if not inactive:
-        users = users.filter(is_active=True)
-    locked = users.select_for_update(of=("self",)).annotate(
-        latest=Subquery(latest.values("changed")[:1])
+    none yet), read in the same query: written out and prepared (core.db.sql), since every
+    write of a user's subscriptions takes it and the ORM's would build it anew each time."""
+    rows = sql.fetch(
+        _locked(connection.vendor == "postgresql", inactive),
+        [locks.USER_WRITES, user_id] if connection.vendor == "postgresql" else [user_id],
+        _LOCKED_COLUMNS,
+        prepare=True,
     )
-    if connection.vendor == "postgresql":
-        # Also the lock hold_user_writes shares, taken in the same query.
-        held = Func(Value(locks.USER_WRITES), F("pk"), function="pg_advisory_xact_lock")
-        locked = locked.annotate(held=ExpressionWrapper(held, output_field=models.TextField()))
-        found = locked.values_list("latest", "held").first()
-    else:
-        found = locked.values_list("latest", "pk").first()
-    if found is None:
+    if not rows:
         raise NotAuthorized()
-    last_change = found[0]
+    last_change = rows[0][0]
     now = clock.now()
     if last_change is not None and last_change >= now:
         return last_change + timedelta(milliseconds=1), last_change
     return now, last_change
+
+
+@functools.cache
+def _locked(postgresql: bool, inactive: bool) -> str:
+    """The user's row locked (FOR UPDATE) with the user's latest change; on PostgreSQL also the
+    advisory lock hold_user_writes shares, in the same query. SQLite locks the database."""
+    held = ", pg_advisory_xact_lock(%s, u.id)" if postgresql else ""
+    return (
+        f"SELECT (SELECT s.changed FROM {_SUBSCRIPTIONS} s WHERE s.user_id = u.id"
+        f" ORDER BY s.changed DESC LIMIT 1){held}"
+        f" FROM {get_user_model()._meta.db_table} u WHERE u.id = %s"
+        + ("" if inactive else " AND u.is_active")
+        + (" FOR UPDATE OF u" if postgresql else "")
+    )
 
 
 def hold_user_writes(user_id: int) -> datetime | None:
