@@ -30,6 +30,7 @@ from bench import (  # noqa: E402
     feeds,
     gpodder,
     home,
+    hot,
     nextcloud,
     peers,
     queries,
@@ -90,6 +91,7 @@ AREAS = (
     Area(("queries", "nextcloud"), "", lambda b: queries.bench_nextcloud_queries()),
     Area(("queries",), "", lambda b: queries.bench_queries()),
     Area(("queries",), "", lambda b: queries.bench_calls()),
+    Area(("hot",), "", lambda b: hot.bench_hot()),
     Area(("feeds",), "", lambda b: feeds.bench_feed_parsing(row, catalogue.catalogue_rss)),
     Area(("home",), "", lambda b: home.bench_home(row)),
 )
