@@ -5,8 +5,9 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from django.db import transaction
+from django.db import connection, transaction
 
+from core import clock
 from core.db import sql
 from episodes.models import EpisodeAction
 from episodes.received import hold_episode_writes
@@ -65,11 +66,21 @@ def read_point(*, user_id: int, kept: int | None = None) -> ReadPoint:
     committed when it is taken is stamped at or after it + 1, so a read that follows misses none
     before it (one committed meanwhile comes again next time, which is harmless).
 
-    Taken while the user's uploads are held (episodes.received.hold_episode_writes): the clock
-    it reads must not run on past one that stamps its actions meanwhile. The actions themselves
-    are read after, outside that transaction, however long the answer takes to write.
-    `kept`: the settled timestamp answered before, kept while the user has no action.
+    The clock is read first, then the uploads under way are waited for (episodes.received.
+    hold_episode_writes): an upload that had not begun by then stamps its actions after that
+    clock, and the ones waited for are committed before the actions are read. On PostgreSQL
+    that is one statement, no transaction kept open (its BEGIN and COMMIT would be two more
+    round trips of every download), as a subscription pull's (gpodder.services.
+    subscription_pull); SQLite serialises its transactions instead, and reads the clock while
+    the lock is held. The actions themselves are read after, however long the answer takes to
+    write. `kept`: the settled timestamp answered before, kept while the user has no action.
     """
+    if connection.vendor == "postgresql":
+        now = clock.now()
+        latest = hold_episode_writes(user_id)
+        return ReadPoint(
+            sync_timestamp(latest, now=now), settled_timestamp(latest, now=now, kept=kept)
+        )
     with transaction.atomic():
         latest = hold_episode_writes(user_id)
         return ReadPoint(sync_timestamp(latest), settled_timestamp(latest, kept=kept))

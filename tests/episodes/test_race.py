@@ -57,9 +57,9 @@ def test_downloaders_sending_back_t_or_t_plus_one_see_every_concurrent_upload(
     # timestamp than an upload's actions would lose them for good.
     answer_timestamp = slow.sync_timestamp
 
-    def stalled(latest: Any) -> int:
+    def stalled(latest: Any, **clock: Any) -> int:
         time.sleep(2.5)  # longer than the clock skew the timestamp allows for
-        return answer_timestamp(latest)
+        return answer_timestamp(latest, **clock)  # `now`, when read before the lock
 
     monkeypatch.setattr(slow, "sync_timestamp", stalled)
     written: list[str] = []
