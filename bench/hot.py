@@ -1,10 +1,10 @@
-"""The hot requests' Python time, in this process (BENCH_ONLY=hot; bench/README.md, "Python
-time per hot request"): each request an app's sync round makes, sent through Django's WSGI
+"""The hot requests' Python time, in this process (BENCH_ONLY=hot; bench/README.md, "Each hot
+request's Python time"): each request an app's sync round makes, sent through Django's WSGI
 handler as the app sends it (its cookie or Basic, its headers, its body), timed whole and in
 the database's calls; what is left is Python's own time, the part a faster server cannot hide.
 BENCH_HOT_PROFILE=tottime (or cumulative) prints the functions that take the most of it, request
-by request, sorted so; BENCH_HOT_PROFILE=sql the statements of one request of each kind.
-"""
+by request, sorted so (the first BENCH_HOT_LINES, 25); BENCH_HOT_PROFILE=sql the statements of
+three requests of each kind, with their times."""
 
 import cProfile
 import io
@@ -115,7 +115,7 @@ def _timed(
     if profiler:
         profiler.disable()
         stats = pstats.Stats(profiler)
-        stats.sort_stats(profile).print_stats(25)
+        stats.sort_stats(profile).print_stats(int(os.environ.get("BENCH_HOT_LINES", "25")))
     whole = time.perf_counter() - start
     return (whole - app.sql_seconds) / REQUESTS * 1e6, app.sql_seconds / REQUESTS * 1e6
 
