@@ -77,12 +77,7 @@ def started(
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        servers.stop(process)
 
 
 def php_fpm() -> str:

@@ -158,12 +158,18 @@ def pgbouncer(pg: Server, *, pool_size: int = 20) -> Iterator[Server]:
         _wait_for_port("127.0.0.1", port, process, "pgbouncer")
         yield Server("127.0.0.1", port, base)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    """End a server process: asked to stop, then killed when it has not within `timeout`."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class RedisServer:
