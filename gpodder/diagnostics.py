@@ -13,6 +13,7 @@ import logging
 import re
 import unicodedata
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -23,6 +24,7 @@ from django.db import DatabaseError, connection
 
 from core import clock
 from core.db import sql
+from core.db.hints import unflushed
 from gpodder.models import SYNC_EVENTS_KEPT, Device, DeviceSyncEvent
 
 logger = logging.getLogger(__name__)
@@ -151,7 +153,10 @@ def sync_note_record(
         params += [user_id, protocol, agent, since, session]
     try:
         statement = _statement(len(notes), same_app, connection.vendor)
-        sql.fetch(statement, params, _SEQ, prepare=len(notes) == 1)
+        # PostgreSQL's statement turns synchronous_commit off itself (_statement), in the same
+        # round trip; SQLite has no such setting for one statement.
+        with unflushed() if connection.vendor == "sqlite" else nullcontext():
+            sql.fetch(statement, params, _SEQ, prepare=len(notes) == 1)
     except DatabaseError:
         if connection.in_atomic_block:
             raise
