@@ -160,15 +160,19 @@ def service(pg: servers.Server, redis_server: servers.RedisServer, folder: Path)
 
 
 @contextlib.contextmanager
-def home_server(folder: Path) -> Iterator[str]:
-    """The home server on a new data folder, with USER's account."""
+def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[str]:
+    """The home server on a new data folder, with USER's account; `rss` is given the memory
+    (MB) its processes hold once the load is done, as a Pi would have to."""
     port = free_port()
     data = folder / "data"
     with home.serving(data, port, folder / "serve.log"):
         pass  # its first start migrates
     home.add_users(data, port, (USER,), PASSWORD)
-    with home.serving(data, port, folder / "serve.log"):
+    with home.serving(data, port, folder / "serve.log") as (process, _):
         yield f"http://127.0.0.1:{port}"
+        if rss is not None:
+            held = [process, *process.children(recursive=True)]
+            rss.append(sum(p.memory_info().rss for p in held) / 2**20)
 
 
 class Measured:
@@ -193,11 +197,12 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
         f"Beside oPodSync ({OPODSYNC_COMMIT[:7]}): AntennaPod's sync, {RUNS} runs (bench/peers.py)"
     )
     opodsync_source()
+    home_rss: list[float] = []
     started_afresh: dict[str, Served] = {
         PHP_S: lambda folder: opodsync(folder, fpm=False),
         PHP_FPM: lambda folder: opodsync(folder, fpm=True),
         SERVICE: lambda folder: service(pg, redis_server, folder),
-        HOME: home_server,
+        HOME: lambda folder: home_server(folder, home_rss),
     }
     found = {name: Measured() for name in started_afresh}
     for run in range(RUNS):
@@ -244,6 +249,10 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
             spread(ratios(home_, [peers[0]], count)),
             target,
         )
+    row(
+        "peers: home server's memory after the load (RSS of its processes, each run and count)",
+        f"median {statistics.median(home_rss):.0f} MB, most {max(home_rss):.0f} MB",
+    )
     for name in (SERVICE, HOME):
         row(
             f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",
