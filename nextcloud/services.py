@@ -7,6 +7,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,10 +103,14 @@ def _read_up_to(*, user: Any, device_id: str) -> int | None:
     return rows[0][0] if rows else None
 
 
-def _remember_read_up_to(device: Device, up_to: int) -> None:
+def _remember_read_up_to(device: Device, up_to: int, *, first: bool) -> None:
     """Only while the device stands: nothing for one deleted, or whose account was deleted or
-    deactivated, since the download began (gpodder.services.device_stands)."""
-    with unflushed(), connection.cursor() as cursor:
+    deactivated, since the download began (gpodder.services.device_stands).
+
+    A later one commits without waiting for the disk: lost in a crash, the one before it stands,
+    earlier, and its actions come again. Not the `first`: lost, the device would have none, and
+    its next download would start from the app's own clock, skipping what others uploaded."""
+    with nullcontext() if first else unflushed(), connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {_READ} (device_id, up_to) SELECT %s, %s WHERE {device_stands()}"
             " ON CONFLICT (device_id) DO UPDATE SET up_to = excluded.up_to",
@@ -130,7 +135,7 @@ def actions_download(*, user: Any, device: Device, since: int) -> Download:
     read_up_to = _read_up_to(user=user, device_id=device.device_id)
     point = read_point(user_id=user.pk, kept=read_up_to)
     if read_up_to != point.settled:
-        _remember_read_up_to(device, point.settled)
+        _remember_read_up_to(device, point.settled, first=read_up_to is None)
     start = since if read_up_to is None else min(since, read_up_to)
     return Download(since=start, timestamp=point.timestamp)
 

@@ -1,8 +1,9 @@
 """core.db.hints.unflushed: a read path's own write (a device's read point or last use, a sync
 request's note) commits without waiting for the disk, on PostgreSQL and on the home server's
 SQLite alike, and nothing else does: the connection is set back after it, even when it fails,
-and inside another transaction that one's commit decides. Here, in a suite the home server's
-settings run too (the Makefile's HOME_SLICE)."""
+and inside another transaction that one's commit decides. A device's first read point is the
+exception: it waits. Here, in a suite the home server's settings run too (the Makefile's
+HOME_SLICE)."""
 
 from typing import Any
 
@@ -14,7 +15,23 @@ from core import clock
 from core.db.hints import unflushed
 from gpodder import diagnostics
 from gpodder.models import Device, DeviceSyncEvent
+from nextcloud.models import ActionsRead
 from tests.factories import UserFactory
+from tests.nextcloud.helpers import nextcloud_client
+
+NEXTCLOUD = "/index.php/apps/gpoddersync"
+
+
+def play(n: int) -> dict[str, Any]:
+    return {
+        "podcast": "https://feeds.example.com/show.xml",
+        "episode": f"https://cdn.example.com/{n}.mp3",
+        "action": "PLAY",
+        "timestamp": "2024-05-01T10:30:00",
+        "started": 0,
+        "position": n,
+        "total": 600,
+    }
 
 
 def flushing() -> str:
@@ -99,3 +116,57 @@ def test_a_sync_requests_note_commits_without_waiting_for_the_disk() -> None:
     else:  # in the statement itself, no round trip of its own
         assert "set_config('synchronous_commit', 'off', true)" in sent[at]
     assert flushing() == before
+
+
+def unflushed_before(sent: list[str], at: int) -> bool:
+    """Whether the statement `sent[at]` was made unflushed."""
+    if connection.vendor == "sqlite":
+        settings = [text for text in sent[:at] if text.startswith("PRAGMA synchronous")]
+        return bool(settings) and settings[-1] == "PRAGMA synchronous = NORMAL"
+    return sent[at - 1] == "SET LOCAL synchronous_commit TO OFF"
+
+
+def unflushed_writes(captured: CaptureQueriesContext, table: str) -> list[bool]:
+    """For each insert into `table` the requests made, whether it was made unflushed."""
+    sent = [q["sql"] or "" for q in captured.captured_queries]
+    return [
+        unflushed_before(sent, at)
+        for at, text in enumerate(sent)
+        if text.startswith(f"INSERT INTO {table} ")
+    ]
+
+
+def test_a_nextcloud_devices_first_read_point_waits_for_the_disk_and_later_ones_do_not(
+    transactional_db: None, alice: Any, clock: Any
+) -> None:
+    """Lost in a crash, a later read point leaves the one before it, earlier: its actions come
+    again. The first would leave none, and the device's next download would start from the
+    app's own clock, past what other devices uploaded meanwhile."""
+    app = nextcloud_client("alice")
+    read = ActionsRead._meta.db_table
+    for n in (1, 2):
+        app.post(f"{NEXTCLOUD}/episode_action/create", [play(n)], format="json")
+        clock.advance(minutes=5)
+        with CaptureQueriesContext(connection) as captured:
+            response = app.get(f"{NEXTCLOUD}/episode_action", {"since": 0})
+        assert response.status_code == 200, response.content
+        assert unflushed_writes(captured, read) == [n == 2]
+
+
+def test_a_devices_first_pull_point_waits_for_the_disk_and_later_ones_do_not(
+    transactional_db: None, alice: Any, clock: Any
+) -> None:
+    """As the Nextcloud read point: the subscription pull's (Device.pulled_up_to), which the
+    Nextcloud subscriptions start from and a gpodder upload answers no later than."""
+    app = nextcloud_client("alice")
+    for feed in ("https://feeds.example.com/1.xml", "https://feeds.example.com/2.xml"):
+        app.post(
+            f"{NEXTCLOUD}/subscription_change/create", {"add": [feed], "remove": []}, format="json"
+        )
+        clock.advance(minutes=5)
+        with CaptureQueriesContext(connection) as captured:
+            response = app.get(f"{NEXTCLOUD}/subscriptions", {"since": 0})
+        assert response.status_code == 200, response.content
+        sent = [q["sql"] or "" for q in captured.captured_queries]
+        (at,) = [i for i, t in enumerate(sent) if t.startswith("UPDATE") and "pulled_up_to" in t]
+        assert unflushed_before(sent, at) == feed.endswith("2.xml")
