@@ -271,9 +271,7 @@ def subscription_pull(*, user: Any, device: Device, since: int) -> Changes:
         answered = selectors.subscription_changes(user=user, device=device, since=since)
     _remember_answered(user=user, device=device, answered=answered)
     if device.pulled_up_to != timestamp:  # only when something changed (gpodder.sync)
-        # A later one without waiting for the disk: lost in a crash, the one before it stands,
-        # earlier. Not the first: lost, the device would have none to start a pull from.
-        with unflushed() if device.pulled_up_to is not None else nullcontext():
+        with unflushed(first=device.pulled_up_to is None):
             Device.objects.filter(pk=device.pk).update(pulled_up_to=timestamp)
         device.pulled_up_to = timestamp
     return Changes(

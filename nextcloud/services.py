@@ -7,7 +7,6 @@ import hashlib
 import re
 import threading
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +104,9 @@ def _read_up_to(*, user: Any, device_id: str) -> int | None:
 
 def _remember_read_up_to(device: Device, up_to: int, *, first: bool) -> None:
     """Only while the device stands: nothing for one deleted, or whose account was deleted or
-    deactivated, since the download began (gpodder.services.device_stands).
-
-    A later one commits without waiting for the disk: lost in a crash, the one before it stands,
-    earlier, and its actions come again. Not the `first`: lost, the device would have none, and
-    its next download would start from the app's own clock, skipping what others uploaded."""
-    with nullcontext() if first else unflushed(), connection.cursor() as cursor:
+    deactivated, since the download began (gpodder.services.device_stands). The device's `first`
+    waits for the disk (core.db.hints.unflushed)."""
+    with unflushed(first=first), connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {_READ} (device_id, up_to) SELECT %s, %s WHERE {device_stands()}"
             " ON CONFLICT (device_id) DO UPDATE SET up_to = excluded.up_to",

@@ -13,12 +13,17 @@ from django.db import connection, transaction
 
 
 @contextmanager
-def unflushed() -> Iterator[None]:
+def unflushed(*, first: bool = False) -> Iterator[None]:
     """A transaction whose commit does not wait for the disk: PostgreSQL's synchronous_commit off
     for it alone; SQLite's synchronous NORMAL for it alone, a WAL commit then waiting for no
     fsync (the next commit at FULL flushes it with its own). Inside another transaction, that
-    one's commit decides: its other writes may not be lost."""
-    if connection.in_atomic_block:
+    one's commit decides: its other writes may not be lost.
+
+    `first`: the device's first read point, which waits all the same. A later one lost in a
+    crash leaves the one before it, earlier, and what lies between comes again; the first would
+    leave none, and the device's next sync would start from the app's own clock, past what other
+    devices sent meanwhile."""
+    if first or connection.in_atomic_block:
         yield
         return
     if connection.vendor == "sqlite":

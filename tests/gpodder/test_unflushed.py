@@ -5,6 +5,7 @@ and inside another transaction that one's commit decides. A device's first read 
 exception: it waits. Here, in a suite the home server's settings run too (the Makefile's
 HOME_SLICE)."""
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,8 +36,8 @@ def play(n: int) -> dict[str, Any]:
 
 
 def flushing() -> str:
-    """What the connection's next commit waits for: PostgreSQL's synchronous_commit ("off" on
-    the tests' own server, started not crash-safe), SQLite's synchronous (2 FULL, 1 NORMAL)."""
+    """What the connection's next commit waits for: PostgreSQL's synchronous_commit, SQLite's
+    synchronous (2 FULL, 1 NORMAL)."""
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             cursor.execute("PRAGMA synchronous")
@@ -45,7 +46,22 @@ def flushing() -> str:
         return str(cursor.fetchone()[0])
 
 
+DURABLE = {"sqlite": "2", "postgresql": "on"}
 UNFLUSHED = {"sqlite": "1", "postgresql": "off"}
+
+
+@pytest.fixture
+def durable(transactional_db: None) -> Iterator[None]:
+    """Outside a test's transaction, and on PostgreSQL with commits waiting for the disk, as
+    deployed: the tests' own server runs with synchronous_commit off, which would hide whether
+    unflushed turned it off. SQLite's connections are FULL already (config/settings/base.py)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET synchronous_commit TO on")
+    yield
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
 
 
 def device(user: Any) -> Device:
@@ -54,11 +70,9 @@ def device(user: Any) -> Device:
     )
 
 
-@pytest.mark.django_db(transaction=True)
-def test_only_the_write_inside_commits_without_waiting_for_the_disk() -> None:
+def test_only_the_write_inside_commits_without_waiting_for_the_disk(durable: None) -> None:
     before = flushing()
-    if connection.vendor == "sqlite":
-        assert before == "2"  # FULL, as config/settings/base.py opens every connection
+    assert before == DURABLE[connection.vendor]
     user: Any = UserFactory()
     with unflushed():
         inside = flushing()
@@ -68,9 +82,9 @@ def test_only_the_write_inside_commits_without_waiting_for_the_disk() -> None:
     assert Device.objects.filter(user=user, device_id="phone").exists()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_write_that_fails_inside_leaves_the_connection_as_it_was() -> None:
+def test_a_write_that_fails_inside_leaves_the_connection_as_it_was(durable: None) -> None:
     before = flushing()
+    assert before == DURABLE[connection.vendor]
     user: Any = UserFactory()
 
     def failing() -> None:
@@ -84,17 +98,14 @@ def test_a_write_that_fails_inside_leaves_the_connection_as_it_was() -> None:
     assert not Device.objects.filter(user=user).exists()  # rolled back whole
 
 
-@pytest.mark.django_db(transaction=True)
-def test_inside_another_transaction_its_commit_decides() -> None:
-    before = flushing()
+def test_inside_another_transaction_its_commit_decides(durable: None) -> None:
     with transaction.atomic(), unflushed():
         inside = flushing()
-    assert inside == before
-    assert flushing() == before
+    assert inside == DURABLE[connection.vendor]
+    assert flushing() == DURABLE[connection.vendor]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_sync_requests_note_commits_without_waiting_for_the_disk() -> None:
+def test_a_sync_requests_note_commits_without_waiting_for_the_disk(durable: None) -> None:
     user: Any = UserFactory()
     device(user)
     before = flushing()
@@ -115,7 +126,7 @@ def test_a_sync_requests_note_commits_without_waiting_for_the_disk() -> None:
         assert next(text for i, text in settings if i > at) == f"PRAGMA synchronous = {before}"
     else:  # in the statement itself, no round trip of its own
         assert "set_config('synchronous_commit', 'off', true)" in sent[at]
-    assert flushing() == before
+    assert flushing() == before == DURABLE[connection.vendor]
 
 
 def unflushed_before(sent: list[str], at: int) -> bool:
