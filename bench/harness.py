@@ -277,6 +277,22 @@ def django_on(
     return env
 
 
+def add_users(env: dict[str, str], users: tuple[str, ...], password: str) -> None:
+    """Accounts for `users`, each with `password`, in the database the service's environment
+    `env` names (through manage.py: this process's Django stays on the bench's own database)."""
+    made = (
+        "from django.contrib.auth import get_user_model\n"
+        f"for name in {users!r}:\n"
+        f"    get_user_model().objects.create_user(name, password={password!r})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", made],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(f"manage.py shell failed:\n{done.stderr[-2000:]}")
+
+
 def token_for(user: Any) -> str:
     from accounts.services import refresh_token_for
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 
 from bench import apps
+from bench.harness import add_users
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench home server password 7"
@@ -32,7 +33,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _env(data: Path, port: int) -> dict[str, str]:
+def server_env(data: Path, port: int) -> dict[str, str]:
     """A person's shell, with the data folder and port of this run."""
     kept = ("PATH", "HOME", "LANG")
     return {
@@ -52,7 +53,7 @@ def serving(data: Path, port: int, log: Path) -> Iterator[tuple[psutil.Process, 
     with open(log, "ab") as out:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "serve"],
-            cwd=ROOT, env=_env(data, port), stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT, env=server_env(data, port), stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
     try:
@@ -67,19 +68,6 @@ def serving(data: Path, port: int, log: Path) -> Iterator[tuple[psutil.Process, 
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
-
-
-def add_users(data: Path, port: int, users: tuple[str, ...], password: str = PASSWORD) -> None:
-    """Accounts for `users` on the home server of `data`, each with `password`."""
-    made = (
-        "from django.contrib.auth import get_user_model\n"
-        f"for name in {users!r}:\n"
-        f"    get_user_model().objects.create_user(name, password={password!r})\n"
-    )
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", made],
-        cwd=ROOT, env=_env(data, port), check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
 
 
 def _healthy(port: int) -> bool:
@@ -108,7 +96,7 @@ def bench_home(row: Callable[..., None]) -> None:
     log = data.parent / "serve.log"
     with serving(data, port, log) as (_, first):
         pass
-    add_users(data, port, ("apps1", "apps4"))
+    add_users(server_env(data, port), ("apps1", "apps4"), PASSWORD)
     with serving(data, port, log) as (server, warm):
         row("home server: first start to serving (migrations, static files)", f"{first:.1f} s")
         row("home server: start to serving, warm venv", f"{warm:.1f} s", f"<= {START_TARGET_S:g} s")

@@ -15,19 +15,17 @@ into bench/out the first time; PHP, php-fpm and nginx from Debian's packages (`m
 import contextlib
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import redis
 
 from bench import apps, home
-from bench.harness import OUT, Gunicorn, row, running
+from bench.harness import OUT, Gunicorn, add_users, row, running
 from bench.sync import PASSWORD, service_on
 from tests import servers
 
@@ -56,18 +54,6 @@ def opodsync_source() -> Path:
     return source
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def answers(url: str) -> bool:
-    with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:
-        return bool(answer.status == 200)
-    return False
-
-
 @contextlib.contextmanager
 def started(
     command: list[str], log: Path, cwd: Path | None = None, env: dict[str, str] | None = None
@@ -90,12 +76,12 @@ def php_fpm() -> str:
 @contextlib.contextmanager
 def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
     """oPodSync on a new data folder, with USER's account: under `php -S`, or nginx + php-fpm."""
-    source, data, port = opodsync_source(), folder / "data", free_port()
+    source, data, port = opodsync_source(), folder / "data", servers.free_port()
     data.mkdir(parents=True)
     env = {**os.environ, "DATA_ROOT": str(data)}
     with contextlib.ExitStack() as stack:
         if fpm:
-            fpm_address = f"127.0.0.1:{free_port()}"
+            fpm_address = f"127.0.0.1:{servers.free_port()}"
             (folder / "php-fpm.conf").write_text(
                 f"[global]\nerror_log = {folder}/php-fpm.log\ndaemonize = no\n"
                 f"[www]\nlisten = {fpm_address}\nclear_env = no\n"
@@ -127,7 +113,7 @@ def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
             stack.enter_context(started(command, folder / "php.log", cwd=source, env=env))
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
-        while not answers(url + "/"):  # its first answer makes its database
+        while servers.status(port, "/") != 200:  # its first answer makes its database
             if time.monotonic() > deadline:
                 raise RuntimeError(f"oPodSync did not answer in 30 s: see {folder}")
             time.sleep(0.1)
@@ -163,11 +149,11 @@ def service(pg: servers.Server, redis_server: servers.RedisServer, folder: Path)
 def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[str]:
     """The home server on a new data folder, with USER's account; `rss` is given the memory
     (MB) its processes hold once the load is done, as a Pi would have to."""
-    port = free_port()
+    port = servers.free_port()
     data = folder / "data"
     with home.serving(data, port, folder / "serve.log"):
         pass  # its first start migrates
-    home.add_users(data, port, (USER,), PASSWORD)
+    add_users(home.server_env(data, port), (USER,), PASSWORD)
     with home.serving(data, port, folder / "serve.log") as (process, _):
         yield f"http://127.0.0.1:{port}"
         if rss is not None:

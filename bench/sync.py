@@ -21,6 +21,7 @@ from bench.harness import (
     ROOT,
     Client,
     Gunicorn,
+    add_users,
     percentile,
     row,
     running,
@@ -399,16 +400,11 @@ def service_on(
     with psycopg.connect(f"postgresql://postgres@{pg.host}:{pg.port}/postgres") as conn:
         conn.autocommit = True
         conn.execute(f"CREATE DATABASE {database}")
-    made = (
-        "from django.contrib.auth import get_user_model\n"
-        f"for name in {users!r}:\n"
-        f"    get_user_model().objects.create_user(name, password={PASSWORD!r})\n"
-    )
-    for command in (["migrate", "--noinput", "-v", "0"], ["shell", "-c", made]):
-        done = subprocess.run(
-            [sys.executable, "manage.py", *command],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        if done.returncode:
-            raise RuntimeError(f"manage.py {command[0]} failed:\n{done.stderr[-2000:]}")
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(f"manage.py migrate failed:\n{done.stderr[-2000:]}")
+    add_users(env, users, PASSWORD)
     return env

@@ -11,7 +11,6 @@ each with the same number of worker processes (config/gunicorn.py's), each on a 
 """
 
 import contextlib
-import http.client
 import os
 import signal
 import subprocess
@@ -50,15 +49,6 @@ def commands(port: int) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-def answers(port: int) -> bool:
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        conn.request("GET", "/health")
-        return conn.getresponse().status == 200
-    except OSError:
-        return False
-
-
 @contextlib.contextmanager
 def serving(command: list[str], env: dict[str, str], log: Path, port: int) -> Iterator[None]:
     with log.open("ab") as out:
@@ -68,7 +58,7 @@ def serving(command: list[str], env: dict[str, str], log: Path, port: int) -> It
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while not answers(port):
+        while servers.status(port, "/health") != 200:
             if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError(f"{command[2]} did not start:\n{log.read_text()[-2000:]}")
             time.sleep(0.1)

@@ -266,7 +266,8 @@ class Worker:
         return self.log.read_text(errors="replace")
 
 
-def _answers(port: int, path: str) -> int:
+def status(port: int, path: str) -> int:
+    """The status a GET of `path` on a loopback port answers; 0 when nothing answers."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
         conn.request("GET", path)
@@ -290,7 +291,7 @@ def gunicorn_service(env: dict[str, str], log: Path) -> Iterator[int]:
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while _answers(port, "/v1/") != 200:
+        while status(port, "/v1/") != 200:
             assert server.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
