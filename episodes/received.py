@@ -15,10 +15,13 @@ _SECOND = ReceivedClock._meta.get_field("second")
 _CLOCK_COLUMNS = sql.Columns(_SECOND)
 
 
-def hold_episode_writes(user_id: int) -> datetime | None:
+def hold_episode_writes(
+    user_id: int, beside: locks.Beside | None = None
+) -> tuple[datetime | None, tuple[Any, ...] | None]:
     """Wait until no upload of the user's is under way, and keep new ones waiting until the
     current transaction ends (or this statement, outside one); return the latest received
-    second (None: no action yet).
+    second (None: no action yet), and the row of `beside`, read in the same statement
+    (core.db.locks.hold_then_read).
 
     Shared, by a download's read point (episodes.selectors.read_point); every upload takes it
     exclusively (insert_stamped), so the clock is read after any upload under way moved it.
@@ -27,7 +30,11 @@ def hold_episode_writes(user_id: int) -> datetime | None:
     the download's own query, which follows, sees that upload.
     """
     return locks.hold_then_read(
-        locks.EPISODE_WRITES, user_id, f"SELECT second FROM {_CLOCK} WHERE user_id = %s", _SECOND
+        locks.EPISODE_WRITES,
+        user_id,
+        f"SELECT second FROM {_CLOCK} WHERE user_id = %s",
+        _SECOND,
+        beside,
     )
 
 

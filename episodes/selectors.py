@@ -9,6 +9,7 @@ from django.db import connection, transaction
 
 from core import clock
 from core.db import sql
+from core.db.locks import Beside
 from episodes.models import EpisodeAction
 from episodes.received import hold_episode_writes
 from gpodder.models import Device
@@ -57,11 +58,25 @@ _FROM = (
 
 
 class ReadPoint(NamedTuple):
-    timestamp: int  # what a download answers (gpodder.sync.sync_timestamp)
-    settled: int  # the same guarantee, moving only when an action came (settled_timestamp)
+    """Where a download reads up to: the user's latest received second, held, and the clock
+    read before the hold (after it, on SQLite, under its transaction)."""
+
+    latest: datetime | None
+    now: datetime
+    beside: tuple[Any, ...] | None = None  # the row read with the hold, if one was asked for
+
+    @property
+    def timestamp(self) -> int:
+        """What a download answers (gpodder.sync.sync_timestamp)."""
+        return sync_timestamp(self.latest, now=self.now)
+
+    def settled(self, kept: int | None) -> int:
+        """The same guarantee, moving only when an action came (settled_timestamp); `kept`:
+        the settled timestamp answered before, kept while the user has no action."""
+        return settled_timestamp(self.latest, now=self.now, kept=kept)
 
 
-def read_point(*, user_id: int, kept: int | None = None) -> ReadPoint:
+def read_point(*, user_id: int, beside: Beside | None = None) -> ReadPoint:
     """The timestamp a download answers, for actions read after it: every action not yet
     committed when it is taken is stamped at or after it + 1, so a read that follows misses none
     before it (one committed meanwhile comes again next time, which is harmless).
@@ -71,19 +86,17 @@ def read_point(*, user_id: int, kept: int | None = None) -> ReadPoint:
     clock, and the ones waited for are committed before the actions are read. On PostgreSQL
     that is one statement, no transaction kept open (its BEGIN and COMMIT would be two more
     round trips of every download), as a subscription pull's (gpodder.services.
-    subscription_pull); SQLite serialises its transactions instead, and reads the clock while
-    the lock is held. The actions themselves are read after, however long the answer takes to
-    write. `kept`: the settled timestamp answered before, kept while the user has no action.
+    subscription_pull), with the row of `beside` read in it too (the device of a Nextcloud
+    download); SQLite serialises its transactions instead, and reads the clock while the lock
+    is held. The actions themselves are read after, however long the answer takes to write.
     """
     if connection.vendor == "postgresql":
         now = clock.now()
-        latest = hold_episode_writes(user_id)
-        return ReadPoint(
-            sync_timestamp(latest, now=now), settled_timestamp(latest, now=now, kept=kept)
-        )
+        latest, row = hold_episode_writes(user_id, beside)
+        return ReadPoint(latest, now, row)
     with transaction.atomic():
-        latest = hold_episode_writes(user_id)
-        return ReadPoint(sync_timestamp(latest), settled_timestamp(latest, kept=kept))
+        latest, row = hold_episode_writes(user_id, beside)
+        return ReadPoint(latest, clock.now(), row)
 
 
 def actions_since(

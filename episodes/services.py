@@ -103,7 +103,7 @@ def actions_upload(
                     ignore_conflicts=True,
                 )
             else:  # nothing stored: the answer is a download's
-                latest = hold_episode_writes(user.pk)
+                latest, _ = hold_episode_writes(user.pk)
             timestamp = sync_timestamp(latest)
     if read_up_to is not None:
         # AntennaPod and Kasts keep an upload's timestamp as their next `since`, in place of

@@ -4,7 +4,6 @@ the subscriptions app's own services (docs/gpodder-api.md)."""
 import re
 import unicodedata
 from collections.abc import Collection
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -17,13 +16,19 @@ from django.db.models import Count, Field, Q
 from core import clock
 from core.db import sql
 from core.db.hints import unflushed
+from core.db.locks import Beside
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from gpodder import selectors
 from gpodder.feedurls import sanitized
 from gpodder.models import Device, DeviceFeed
 from gpodder.sync import settled_timestamp, sync_timestamp
 from subscriptions import feeds
-from subscriptions.locks import hold_user_writes, lock_user_writes, lock_user_writes_after
+from subscriptions.locks import (
+    hold_user_writes,
+    hold_user_writes_beside,
+    lock_user_writes,
+    lock_user_writes_after,
+)
 from subscriptions.selectors import (
     FeedReached,
     subscription_current,
@@ -61,22 +66,27 @@ def device_touch(*, user: Any, device_id: str) -> Device:
     return devices_touch(user=user, device_ids=[device_id])[device_id]
 
 
-def devices_touch(*, user: Any, device_ids: Collection[str]) -> dict[str, Device]:
+def devices_touch(
+    *, user: Any, device_ids: Collection[str], found: list[Device] | None = None
+) -> dict[str, Device]:
     """device_touch for several devices at once (the ones an upload's episode actions name), in
     as many queries as for one; the ids must be valid. New devices are made all or none: none
-    when they would take the user past MAX_DEVICES (InvalidInput naming it)."""
+    when they would take the user past MAX_DEVICES (InvalidInput naming it). `found`: those of
+    them read already (device_beside), which are not read again."""
     if not device_ids:
         return {}
     now = clock.now()
-    found = {device.device_id: device for device in _devices_found(user, device_ids)}
-    missing = [device_id for device_id in device_ids if device_id not in found]
+    if found is None:
+        found = _devices_found(user, device_ids)
+    devices = {device.device_id: device for device in found}
+    missing = [device_id for device_id in device_ids if device_id not in devices]
     if missing:
-        found.update(_devices_create(user=user, device_ids=missing, now=now))
-    stale = [d.pk for d in found.values() if d.last_used < now - LAST_USE_PRECISION]
+        devices.update(_devices_create(user=user, device_ids=missing, now=now))
+    stale = [d.pk for d in devices.values() if d.last_used < now - LAST_USE_PRECISION]
     if stale:
         with unflushed():
             Device.objects.filter(pk__in=stale).update(last_used=now)
-    return found
+    return devices
 
 
 _DEVICE_FIELDS = ("id", "user_id", "device_id", "last_used", "pulled_up_to")
@@ -98,6 +108,27 @@ def _devices_found(user: Any, device_ids: Collection[str]) -> list[Device]:
             "device_id", "last_used", "pulled_up_to"
         )
     )
+
+
+def device_beside(
+    *, user: Any, device_id: str, joined: str = "", select: tuple[str, ...] = ()
+) -> Beside:
+    """The user's device `device_id`, to be read with a hold (core.db.locks.hold_then_read):
+    a sync's device and its clock in one round trip. `joined` joins more to it (alias d), whose
+    columns `select` names come after the device's."""
+    return Beside(
+        select=", ".join([*(f"d.{name}" for name in _DEVICE_FIELDS), *select]),
+        source=f"{Device._meta.db_table} d ON d.user_id = %s AND d.device_id = %s {joined}",
+        params=[user.pk, device_id],
+        columns=sql.Columns(*_DEVICE_COLUMNS.fields, *([None] * len(select))),
+    )
+
+
+def device_of(row: tuple[Any, ...] | None) -> list[Device]:
+    """The device a device_beside read found, as devices_touch takes it (none: not made yet)."""
+    if row is None:
+        return []
+    return [Device.from_db(None, _DEVICE_FIELDS, row[: len(_DEVICE_FIELDS)])]
 
 
 def _devices_create(*, user: Any, device_ids: list[str], now: datetime) -> dict[str, Device]:
@@ -250,25 +281,37 @@ class Changes:
     add: list[str]
     remove: list[str]
     timestamp: int
+    device: Device
 
 
-def subscription_pull(*, user: Any, device: Device, since: int) -> Changes:
+def subscription_pull(*, user: Any, device_id: str, since: int, capped: bool = False) -> Changes:
     """The subscriptions changed at or after `since` (whole seconds), split into the subscribed
-    (`add`) and the unsubscribed or deleted (`remove`), each in the device's spelling; and the
-    timestamp to send back (gpodder.sync.settled_timestamp: it moves only when something
-    changed). The device remembers that timestamp, for its next upload's (subscription_upload),
-    when it moved.
+    (`add`) and the unsubscribed or deleted (`remove`), each in the spelling of the device
+    `device_id` (made on first use: device_touch); and the timestamp to send back (gpodder.sync.
+    settled_timestamp: it moves only when something changed). The device remembers that
+    timestamp, for its next upload's (subscription_upload), when it moved. `capped`: `since` no
+    later than that remembered timestamp (apps that keep their own clock as their next `since`).
 
     The clock is read first, then the writes under way are waited for (hold_user_writes): a
     write that had not begun by then stamps its changes after that clock, and the ones waited
-    for are committed before the changes are read. On PostgreSQL that is one statement, no
-    transaction kept open (SQLite serialises its transactions instead).
+    for are committed before the changes are read. On PostgreSQL that is one statement, which
+    reads the device too, no transaction kept open (SQLite serialises its transactions instead,
+    and the device is read, and made, before its transaction).
     """
-    now = clock.now()
-    with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
-        latest = hold_user_writes(user.pk)
-        timestamp = settled_timestamp(latest, now=now, kept=device.pulled_up_to)
-        answered = selectors.subscription_changes(user=user, device=device, since=since)
+    device_id_checked(device_id)
+    if connection.vendor == "postgresql":
+        now = clock.now()
+        latest, row = hold_user_writes_beside(
+            user.pk, device_beside(user=user, device_id=device_id)
+        )
+        device = devices_touch(user=user, device_ids=[device_id], found=device_of(row))[device_id]
+        timestamp, answered = _changes(user, device, since, capped, latest=latest, now=now)
+    else:
+        device = device_touch(user=user, device_id=device_id)
+        now = clock.now()
+        with transaction.atomic():
+            latest = hold_user_writes(user.pk)
+            timestamp, answered = _changes(user, device, since, capped, latest=latest, now=now)
     _remember_answered(user=user, device=device, answered=answered)
     if device.pulled_up_to != timestamp:  # only when something changed (gpodder.sync)
         with unflushed(first=device.pulled_up_to is None):
@@ -278,7 +321,19 @@ def subscription_pull(*, user: Any, device: Device, since: int) -> Changes:
         add=[item.url for item in answered if item.current],
         remove=[item.url for item in answered if not item.current],
         timestamp=timestamp,
+        device=device,
     )
+
+
+def _changes(
+    user: Any, device: Device, since: int, capped: bool, *, latest: Any, now: datetime
+) -> tuple[int, list[selectors.Answered]]:
+    """The timestamp of a pull whose hold read `latest`, the clock read `now` before it, and
+    the changes it answers."""
+    if capped and device.pulled_up_to is not None:
+        since = min(since, device.pulled_up_to)
+    timestamp = settled_timestamp(latest, now=now, kept=device.pulled_up_to)
+    return timestamp, selectors.subscription_changes(user=user, device=device, since=since)
 
 
 def subscription_list(*, user: Any, device: Device | None) -> list[str]:

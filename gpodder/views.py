@@ -86,8 +86,7 @@ class SyncDevicesView(GpodderView):
 class SubscriptionsView(SyncNoting, GpodderView):
     def get(self, request: Request, username: str, device: str) -> Response:
         since = since_param(request)
-        found = services.device_touch(user=request.user, device_id=device)
-        changes = services.subscription_pull(user=request.user, device=found, since=since)
+        changes = services.subscription_pull(user=request.user, device_id=device, since=since)
         pulled = diagnostics.subscriptions_pulled(
             added=len(changes.add), removed=len(changes.remove)
         )

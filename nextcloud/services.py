@@ -21,7 +21,7 @@ from episodes import services as episodes
 from episodes.actions import SentAction
 from episodes.selectors import read_point
 from gpodder.models import Device
-from gpodder.services import device_stands, devices_touch
+from gpodder.services import device_beside, device_of, device_stands, devices_touch
 from nextcloud.models import ActionsRead
 
 # The device of requests made with the account's own password.
@@ -118,22 +118,36 @@ def _remember_read_up_to(device: Device, up_to: int, *, first: bool) -> None:
 class Download:
     since: int  # where the answer starts
     timestamp: int  # what it answers, and where the device's next download starts at the latest
+    device: Device
 
 
-def actions_download(*, user: Any, device: Device, since: int) -> Download:
-    """Start a download of the user's actions for `device`: from `since`, or from where the
-    device's last download read when that is earlier (AntennaPod keeps its own clock as its next
-    `since`, which would skip what others uploaded between its download and its clock); and
-    remember where this one reads up to, when that moved: its settled timestamp, which stays
-    the same while no action comes (gpodder.sync.settled_timestamp), so a download of an
-    account nobody changed writes nothing.
+def actions_download(*, user: Any, device_id: str, since: int) -> Download:
+    """Start a download of the user's actions for the device `device_id` (made on first use,
+    within MAX_DEVICES): from `since`, or from where the device's last download read when that
+    is earlier (AntennaPod keeps its own clock as its next `since`, which would skip what others
+    uploaded between its download and its clock); and remember where this one reads up to, when
+    that moved: its settled timestamp, which stays the same while no action comes
+    (gpodder.sync.settled_timestamp), so a download of an account nobody changed writes nothing.
+
+    The device and where it last read are read in the read point's own statement
+    (episodes.selectors.read_point): one round trip for the three.
     """
-    read_up_to = _read_up_to(user=user, device_id=device.device_id)
-    point = read_point(user_id=user.pk, kept=read_up_to)
-    if read_up_to != point.settled:
-        _remember_read_up_to(device, point.settled, first=read_up_to is None)
+    beside = device_beside(
+        user=user,
+        device_id=device_id,
+        joined=f"LEFT JOIN {_READ} r ON r.device_id = d.id",
+        select=("r.up_to",),
+    )
+    point = read_point(user_id=user.pk, beside=beside)
+    read_up_to = None if point.beside is None else point.beside[-1]
+    found = devices_touch(user=user, device_ids=[device_id], found=device_of(point.beside))[
+        device_id
+    ]
+    settled = point.settled(read_up_to)
+    if read_up_to != settled:
+        _remember_read_up_to(found, settled, first=read_up_to is None)
     start = since if read_up_to is None else min(since, read_up_to)
-    return Download(since=start, timestamp=point.timestamp)
+    return Download(since=start, timestamp=point.timestamp, device=found)
 
 
 def actions_upload(*, user: Any, device_id: str, actions: Sequence[SentAction]) -> episodes.Upload:

@@ -65,19 +65,17 @@ def _body(request: Request, expected: str) -> Any:
 class SubscriptionsView(NextcloudView):
     def get(self, request: Request) -> Response:
         sent = since_param(request, required=False)
-        device = self.device(request)
         # AntennaPod keeps its own clock as its next `since`, not what was answered: a change
         # another device made after its last pull (or a clock running fast) would lie before
-        # it. Never read from later than where this device's last pull read.
-        since = sent
-        if sent and device.pulled_up_to is not None:
-            since = min(sent, device.pulled_up_to)
-        changes = gpodder.subscription_pull(user=request.user, device=device, since=since)
+        # it. Never read from later than where this device's last pull read (`capped`).
+        changes = gpodder.subscription_pull(
+            user=request.user, device_id=self.device_id(request), since=sent, capped=True
+        )
         # At 0 an app deletes every local feed named in `remove`: the first sync of a phone
         # would lose the feeds added on it that were once removed elsewhere.
         remove = [] if sent == 0 else changes.remove
         pulled = diagnostics.subscriptions_pulled(added=len(changes.add), removed=len(remove))
-        self.note(request, {device.device_id: pulled})
+        self.note(request, {changes.device.device_id: pulled})
         return Response({"add": changes.add, "remove": remove, "timestamp": changes.timestamp})
 
 
@@ -121,11 +119,13 @@ class EpisodeActionsView(NextcloudView):
 
     def get(self, request: Request) -> HttpResponseBase:
         since = since_param(request, required=False)
-        device = self.device(request)
-        download = services.actions_download(user=request.user, device=device, since=since)
+        download = services.actions_download(
+            user=request.user, device_id=self.device_id(request), since=since
+        )
         rows = episodes.actions_since(user=request.user, since=download.since)
 
         def sent(count: int) -> None:
-            self.note(request, {device.device_id: diagnostics.actions_downloaded(count)})
+            noted = diagnostics.actions_downloaded(count)
+            self.note(request, {download.device.device_id: noted})
 
         return actions_answer(rows, download.timestamp, with_device=False, sent=sent)

@@ -4,6 +4,7 @@ the reads that answer a timestamp."""
 
 import functools
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -79,9 +80,18 @@ def hold_user_writes(user_id: int) -> datetime | None:
     and what they read cannot be joined later by a change stamped earlier (every writer takes
     it exclusively first: lock_user_writes).
     """
+    return hold_user_writes_beside(user_id, None)[0]
+
+
+def hold_user_writes_beside(
+    user_id: int, beside: locks.Beside | None
+) -> tuple[datetime | None, tuple[Any, ...] | None]:
+    """hold_user_writes, with the row of `beside` read in the same statement
+    (core.db.locks.hold_then_read)."""
     return locks.hold_then_read(
         locks.USER_WRITES,
         user_id,
         f"SELECT MAX(changed) FROM {Subscription._meta.db_table} WHERE user_id = %s",
         Subscription._meta.get_field("changed"),
+        beside,
     )

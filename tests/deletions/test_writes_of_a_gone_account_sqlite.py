@@ -50,10 +50,14 @@ for gone in ("deactivated", "deleted"):
     assert not EpisodeAction.objects.filter(user_id=user.pk).exists()
     assert not ReceivedClock.objects.filter(user_id=user.pk).exists()
     assert Subscription.objects.filter(user_id=user.pk).count() == (gone == "deactivated")
-    # Reads are answered; what they note for themselves is left out.
-    subscription_pull(user=user, device=phone, since=0)
+    # Reads are answered while the device stands; what they note for themselves is left out.
+    if gone == "deactivated":
+        subscription_pull(user=user, device_id="phone", since=0)
+        actions_download(user=user, device_id="phone", since=0)
+    else:  # the device went with the account: making it again is refused
+        refused(lambda: subscription_pull(user=user, device_id="phone", since=0))
+        refused(lambda: actions_download(user=user, device_id="phone", since=0))
     assert not DeviceFeed.objects.exists()
-    actions_download(user=user, device=phone, since=0)
     assert not ActionsRead.objects.exists()
 print("ok")
 """
