@@ -4,8 +4,11 @@ handler as the app sends it (its cookie or Basic, its headers, its body), timed 
 the database's calls; what is left is Python's own time, the part a faster server cannot hide.
 BENCH_HOT_PROFILE=tottime (or cumulative) prints the functions that take the most of it, request
 by request, sorted so (the first BENCH_HOT_LINES, 25); BENCH_HOT_PROFILE=sql the statements of
-three requests of each kind, with their times."""
+three requests of each kind, with their times. BENCH_HOT_MIDDLEWARE=bare runs them with no
+middleware but the session's and the user's, the most a leaner path could save of Django's
+middleware (the answers then lack the headers the others add: a measure, not a way to serve)."""
 
+import contextlib
 import cProfile
 import io
 import json
@@ -19,6 +22,11 @@ from typing import Any
 
 from bench.harness import row, token_for
 
+BARE_MIDDLEWARE = [
+    "api.middleware.SessionMiddleware",
+    "api.middleware.AuthenticationMiddleware",
+    "accounts.sessions.SessionSurfaceMiddleware",
+]
 REQUESTS = 300  # of each kind, after as many to warm up
 PASSWORD = "profile-password-1"
 
@@ -30,8 +38,11 @@ class InProcess:
     def __init__(self, headers: dict[str, str]):
         from django.core.handlers.wsgi import WSGIHandler
         from django.db import connection
+        from django.test import override_settings
 
-        self.handler = WSGIHandler()
+        bare = os.environ.get("BENCH_HOT_MIDDLEWARE") == "bare"
+        with override_settings(MIDDLEWARE=BARE_MIDDLEWARE) if bare else contextlib.nullcontext():
+            self.handler = WSGIHandler()  # its middleware is loaded here
         self.headers = headers
         self.cookies: dict[str, str] = {}
         self.sql_seconds = 0.0
