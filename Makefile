@@ -47,7 +47,7 @@ POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions
 	tests/web/test_data.py tests/e2e/test_deletion_worker.py tests/e2e/test_feed_check_worker.py
 
 # The suites that run a second time on SQLite under the home server's settings (make run's).
-HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/web tests/staff
+HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/imports tests/web tests/staff
 
 # What neither slice above runs: the API's platform suite, the home server's start, the
 # migrations. The home slice runs them too, on SQLite; each other supported Python found here

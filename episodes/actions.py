@@ -60,7 +60,7 @@ def actions_parsed(body: Any, *, limit: int) -> list[SentAction]:
     parsed = []
     for index, item in enumerate(body):
         try:
-            parsed.append(_action(item))
+            parsed.append(action_parsed(item))
         except ActionError as exc:
             raise InvalidInput(
                 f"action {index}: {exc}", errors={str(index): {exc.field: [exc.problem]}}
@@ -68,7 +68,8 @@ def actions_parsed(body: Any, *, limit: int) -> list[SentAction]:
     return parsed
 
 
-def _action(item: Any) -> SentAction:
+def action_parsed(item: Any) -> SentAction:
+    """One action of a body, or ActionError naming its bad field."""
     if not isinstance(item, dict):
         raise ActionError("action", "must be a JSON object")
     action = _required_text(item, "action").lower()

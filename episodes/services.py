@@ -35,6 +35,8 @@ class Upload:
     update_urls: list[list[str]] = field(default_factory=list)
     # The actions left out, their podcast or episode URL one that cannot be used.
     left_out: list[SentAction] = field(default_factory=list)
+    # Of the others, how many the service held already (asked for with `counted`).
+    already: int = 0
 
 
 class _Sent:
@@ -54,14 +56,20 @@ class _Sent:
 
 
 def actions_upload(
-    *, user: Any, actions: Sequence[SentAction], read_up_to: int | None = None
+    *,
+    user: Any,
+    actions: Sequence[SentAction],
+    read_up_to: int | None = None,
+    counted: bool = False,
 ) -> Upload:
     """Store the actions, each once however often it is sent, stamped with the second the
     service received it; an action whose podcast or episode URL cannot be used is reported and
     left out. The same number of queries for 1 action as for 1,000.
 
     `read_up_to`: the timestamp the app's last download was answered, when known; the answer's
-    is never later.
+    is never later. `counted`: the answer says how many of the usable actions were held
+    already (the same one twice in `actions` counts once as new), for an import's summary: one
+    query more.
     """
     sent = _Sent()
     usable = []
@@ -80,6 +88,11 @@ def actions_upload(
     columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
     for action, podcast, episode in usable:
         _add_row(columns, action, podcast, episode, now, devices)
+    already = 0
+    if counted and usable:
+        identities = columns["identity"]
+        held = EpisodeAction.objects.filter(user_id=user.pk, identity__in=identities).count()
+        already = len(usable) - (len(set(identities)) - held)
     latest: datetime | None
     if usable and connection.vendor == "postgresql":
         statement = sql.insert_statement(
@@ -110,7 +123,9 @@ def actions_upload(
         # the one their download before was answered: a later one would skip what others
         # uploaded in between.
         timestamp = min(timestamp, read_up_to)
-    return Upload(timestamp=timestamp, update_urls=sent.update_urls(), left_out=left_out)
+    return Upload(
+        timestamp=timestamp, update_urls=sent.update_urls(), left_out=left_out, already=already
+    )
 
 
 _COLUMNS = (

@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "gpodder",
     "episodes",
     "nextcloud",
+    "imports",
     "web",
     "home",
 ]
@@ -336,6 +337,9 @@ MAX_APP_PASSWORDS = env.int("MAX_APP_PASSWORDS", default=50)
 # reinstall often a new one, so a person gathers some in a few years; 100 leaves room for that
 # and bounds the device lists, which the gpodder API answers whole.
 MAX_DEVICES = env.int("MAX_DEVICES", default=100)
+# The most episode actions one import brings (docs/imports.md): a listening history of years
+# is tens of thousands.
+IMPORT_MAX_ACTIONS = env.int("IMPORT_MAX_ACTIONS", default=1_000_000)
 # Each device's last sync requests, for its page (docs/web.md, "Devices"): one write per sync
 # request. False writes none, and the pages have nothing to show (bench/README.md measures both).
 DEVICE_SYNC_EVENTS = env.bool("DEVICE_SYNC_EVENTS", default=True)
