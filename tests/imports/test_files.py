@@ -318,7 +318,7 @@ def test_the_command_checks_every_file_before_writing_any(alice: Any, tmp_path: 
     good.write_text(json.dumps([action(1)]))
     bad = tmp_path / "bad.json"
     bad.write_text('{"actions": [')
-    with pytest.raises(CommandError, match="bad.json: .*not valid JSON"):
+    with pytest.raises(CommandError, match=r"bad\.json: .*not valid JSON"):
         call_command("import_history", "alice", str(good), str(bad), "--no-progress")
     assert not EpisodeAction.objects.exists()
 
@@ -328,7 +328,7 @@ def test_the_command_refuses_an_unknown_or_deactivated_account(alice: Any, tmp_p
     good.write_text(json.dumps([action(1)]))
     with pytest.raises(CommandError, match="No user named 'nobody'"):
         call_command("import_history", "nobody", str(good), "--no-progress")
-    with pytest.raises(CommandError, match="Cannot read .*missing.json"):
+    with pytest.raises(CommandError, match=r"Cannot read .*missing\.json"):
         call_command("import_history", "alice", str(good), str(tmp_path / "missing.json"))
     alice.is_active = False
     alice.save()
