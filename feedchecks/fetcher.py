@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urljoin, urlsplit
 
 from subscriptions import feeds
@@ -204,7 +204,7 @@ def _lookup(host: str, port: int, timeout: float) -> list[Any]:
     return list(found)
 
 
-class _Deadline:
+class Deadline:
     """The total time a fetch may take, however slowly the server sends."""
 
     def __init__(self, seconds: float):
@@ -236,7 +236,7 @@ class _PinnedConnection(http.client.HTTPConnection):
         *,
         addresses: Sequence[IPAddress],
         timeout: float,
-        deadline: _Deadline,
+        deadline: Deadline,
     ):
         super().__init__(host, port, timeout=timeout)
         self.addresses = addresses
@@ -306,15 +306,34 @@ def _shut(conn: _PinnedConnection) -> None:
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-def _get_once(
+@dataclass(frozen=True)
+class Exchanged:
+    """One request's answer, redirects not followed: its status, where a redirect leads, its
+    content type, and its body when it is a 200 (cut at the cap, `truncated` then; empty when it
+    went to a sink)."""
+
+    status: int
+    location: str | None
+    content_type: str
+    body: bytes
+    truncated: bool
+
+
+def exchange(
     url: str,
     *,
-    deadline: _Deadline,
+    deadline: Deadline,
     connect_timeout: float,
     max_bytes: int,
     allowed_networks: Sequence[IPNetwork],
-) -> tuple[int, str | None, bytes, bool]:
-    """One GET without following redirects: (status, Location, body, truncated)."""
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+    sink: IO[bytes] | None = None,
+) -> Exchanged:
+    """One request to `url` under every rule of this module (its address checked and pinned,
+    the deadline, the cap), without following redirects. A 200's body goes to `sink` when one
+    is given (a history of a million actions is not held in memory), else into the answer."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
@@ -335,22 +354,16 @@ def _get_once(
         path = parts.path or "/"
         if parts.query:
             path += f"?{parts.query}"
-        conn.request(
-            "GET",
-            path,
-            headers={
-                "User-Agent": USER_AGENT,
-                "Accept": "application/rss+xml, application/xml;q=0.9, */*;q=0.1",
-                # No compression: a small gzip body could expand past any cap.
-                "Accept-Encoding": "identity",
-                "Connection": "close",
-            },
-        )
+        # No compression: a small gzip body could expand past any cap.
+        sent = {**(headers or {}), "Accept-Encoding": "identity", "Connection": "close"}
+        conn.request(method, path, body=body, headers=sent)
         response = conn.getresponse()
+        content_type = response.getheader("Content-Type") or ""
         if response.status in REDIRECTS:
-            return response.status, response.getheader("Location"), b"", False
+            location = response.getheader("Location")
+            return Exchanged(response.status, location, content_type, b"", False)
         if response.status != 200:
-            return response.status, None, b"", False
+            return Exchanged(response.status, None, content_type, b"", False)
         chunks: list[bytes] = []
         size = 0
         while size <= max_bytes:
@@ -358,12 +371,15 @@ def _get_once(
             chunk = response.read1(min(65536, max_bytes + 1 - size))
             if not chunk:
                 break
-            chunks.append(chunk)
             size += len(chunk)
+            if sink is None:
+                chunks.append(chunk)
+            else:
+                sink.write(chunk[: max(0, max_bytes - (size - len(chunk)))])
         if deadline.passed:  # the timer shut the socket: what came is not the whole body
             raise TimedOut("Timed out")
-        body = b"".join(chunks)
-        return response.status, None, body[:max_bytes], size > max_bytes
+        whole = b"".join(chunks)
+        return Exchanged(response.status, None, content_type, whole[:max_bytes], size > max_bytes)
     except FetchError:
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
@@ -380,6 +396,29 @@ def _get_once(
         conn.close()
 
 
+def _get_once(
+    url: str,
+    *,
+    deadline: Deadline,
+    connect_timeout: float,
+    max_bytes: int,
+    allowed_networks: Sequence[IPNetwork],
+) -> tuple[int, str | None, bytes, bool]:
+    """One GET of a feed without following redirects: (status, Location, body, truncated)."""
+    answer = exchange(
+        url,
+        deadline=deadline,
+        connect_timeout=connect_timeout,
+        max_bytes=max_bytes,
+        allowed_networks=allowed_networks,
+        headers={
+            "User-Agent": USER_AGENT,
+            "Accept": "application/rss+xml, application/xml;q=0.9, */*;q=0.1",
+        },
+    )
+    return answer.status, answer.location, answer.body, answer.truncated
+
+
 def fetch(
     url: str,
     *,
@@ -392,7 +431,7 @@ def fetch(
 
     Raises FetchError (ForbiddenAddress for a refused address) when no feed body was got.
     """
-    deadline = _Deadline(total_timeout)
+    deadline = Deadline(total_timeout)
     current = home = url
     all_permanent = True
     for _hop in range(MAX_REDIRECTS + 1):

@@ -43,17 +43,27 @@ def file_source(file: IO[bytes], *, max_actions: int) -> Source:
             "this is neither an OPML file nor a JSON file of episode actions or of this "
             "service's export"
         )
-    shape, counts = _scanned(file)
+    return json_source(file, max_actions=max_actions)
+
+
+def json_source(file: IO[bytes], *, max_actions: int) -> Source:
+    """The history in a JSON `file` (seekable): episode actions, or this service's export."""
+    first = _first_character(file)
+    if first == b"<":
+        raise InvalidInput("this is a web page or XML, not JSON")
+    if first not in (b"[", b"{"):
+        raise InvalidInput("this is not JSON")
+    shape, counts, timestamp = _scanned(file)
     kind = "list" if first == b"[" else shape
     if kind is None:
         raise InvalidInput(
-            'this JSON file is neither a gpodder.net episode-actions answer ({"actions": '
-            "[...]}) nor this service's export"
+            'this JSON is neither a gpodder.net episode-actions answer ({"actions": [...]}) '
+            "nor this service's export"
         )
     count = counts[_ACTIONS[kind]]
     if count > max_actions:
         raise InvalidInput(
-            f"this file holds {count:,} episode actions; an import takes at most "
+            f"this holds {count:,} episode actions; an import takes at most "
             f"{max_actions:,} (IMPORT_MAX_ACTIONS)"
         )
 
@@ -63,7 +73,7 @@ def file_source(file: IO[bytes], *, max_actions: int) -> Source:
 
     if kind != "export":
         described = "a gpodder.net episode-actions file" if kind == "gpodder" else "a JSON list"
-        return Source(kind=described, actions=actions, action_count=count)
+        return Source(kind=described, actions=actions, action_count=count, timestamp=timestamp)
     return Source(
         kind="an export of this service",
         feeds=_export_feeds(file),
@@ -74,15 +84,16 @@ def file_source(file: IO[bytes], *, max_actions: int) -> Source:
 
 
 def _first_character(file: IO[bytes]) -> bytes:
+    file.seek(0)
     head = file.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")  # a byte-order mark, whitespace
     file.seek(0)
     return head[:1]
 
 
-def _scanned(file: IO[bytes]) -> tuple[str | None, dict[str, int]]:
+def _scanned(file: IO[bytes]) -> tuple[str | None, dict[str, int], int | None]:
     """Read the whole file as JSON events: its shape (from its top-level keys) and how many
-    objects each place that may hold actions holds. InvalidInput when it is not JSON, or nests
-    deeper than MAX_DEPTH.
+    objects each place that may hold actions holds, and its top-level `timestamp`. InvalidInput
+    when it is not JSON, or nests deeper than MAX_DEPTH.
 
     ijson's basic events, without their prefixes: a prefix is made for each event at its depth,
     and a file of a hundred thousand `[` would cost gigabytes in them. Once a file has passed
@@ -91,6 +102,7 @@ def _scanned(file: IO[bytes]) -> tuple[str | None, dict[str, int]]:
     keys: set[str] = set()
     # Each open container: the key being read in a map (None in an array).
     stack: list[str | None] = []
+    timestamp = None
     file.seek(0)
     try:
         for event, value in ijson.basic_parse(file, use_float=True):
@@ -101,20 +113,22 @@ def _scanned(file: IO[bytes]) -> tuple[str | None, dict[str, int]]:
                         counts[place] += 1
                 stack.append("" if event == "start_map" else None)
                 if len(stack) > MAX_DEPTH:
-                    raise InvalidInput(f"this file nests deeper than {MAX_DEPTH} levels")
+                    raise InvalidInput(f"this nests deeper than {MAX_DEPTH} levels")
             elif event in ("end_map", "end_array"):
                 stack.pop()
             elif event == "map_key":
                 stack[-1] = value
                 if len(stack) == 1:
                     keys.add(value)
+            elif event == "number" and stack == ["timestamp"] and isinstance(value, int):
+                timestamp = value
     except (ijson.JSONError, ValueError) as exc:
-        raise InvalidInput(f"this file is not valid JSON ({_short(exc)})") from None
+        raise InvalidInput(f"this is not valid JSON ({_short(exc)})") from None
     if keys & (_EXPORT_KEYS - {"exported"}) and "actions" not in keys:
-        return "export", counts
+        return "export", counts, timestamp
     if "actions" in keys:
-        return "gpodder", counts
-    return None, counts
+        return "gpodder", counts, timestamp
+    return None, counts, timestamp
 
 
 def _place(stack: list[str | None]) -> str:

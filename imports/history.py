@@ -30,3 +30,5 @@ class Source:
     devices: list[SourceDevice] = field(default_factory=list)
     actions: Callable[[], Iterator[Any]] = lambda: iter(())
     action_count: int = 0
+    # A gpodder API answer's own `timestamp`, where the next page of a paged answer starts.
+    timestamp: int | None = None

@@ -340,6 +340,10 @@ MAX_DEVICES = env.int("MAX_DEVICES", default=100)
 # The most episode actions one import brings (docs/imports.md): a listening history of years
 # is tens of thousands.
 IMPORT_MAX_ACTIONS = env.int("IMPORT_MAX_ACTIONS", default=1_000_000)
+# An import from another server: its whole time, and its episode-actions answer's size (a
+# million actions is about 250 MB of JSON); the other answers are read up to 10 MB.
+IMPORT_TIMEOUT = env.float("IMPORT_TIMEOUT", default=600.0)
+IMPORT_MAX_ANSWER_BYTES = env.int("IMPORT_MAX_ANSWER_BYTES", default=512 * 1024 * 1024)
 # Each device's last sync requests, for its page (docs/web.md, "Devices"): one write per sync
 # request. False writes none, and the pages have nothing to show (bench/README.md measures both).
 DEVICE_SYNC_EVENTS = env.bool("DEVICE_SYNC_EVENTS", default=True)
@@ -399,6 +403,11 @@ FEED_RETRY_SWEEP_INTERVAL = env.float("FEED_RETRY_SWEEP_INTERVAL", default=3600.
 # Networks the fetcher may reach although they are not public, e.g. 127.0.0.0/8 in tests.
 FEED_FETCH_ALLOWED_NETWORKS = env.list("FEED_FETCH_ALLOWED_NETWORKS", default=[])
 for _network in FEED_FETCH_ALLOWED_NETWORKS:  # a mistyped CIDR fails at start, not in each task
+    ipaddress.ip_network(_network.strip(), strict=False)
+# The networks an import from another server may reach beside the public ones: a home server
+# importing from a box on its LAN names it here (docs/imports.md). The feed fetches' by default.
+IMPORT_ALLOWED_NETWORKS = env.list("IMPORT_ALLOWED_NETWORKS", default=FEED_FETCH_ALLOWED_NETWORKS)
+for _network in IMPORT_ALLOWED_NETWORKS:  # a mistyped CIDR fails at start
     ipaddress.ip_network(_network.strip(), strict=False)
 FEED_FETCH_CONNECT_TIMEOUT = env.float("FEED_FETCH_CONNECT_TIMEOUT", default=5.0)
 FEED_FETCH_TIMEOUT = env.float("FEED_FETCH_TIMEOUT", default=20.0)

@@ -1,12 +1,16 @@
-"""Import a person's history from files into their account (docs/imports.md): OPML files, a
-gpodder.net episode-actions file, or this service's own export, each told by its content.
+"""Import a person's history into their account (docs/imports.md): from files (OPML, a
+gpodder.net episode-actions file, this service's own export, each told by its content), or from
+another server (the gpodder.net API or Nextcloud's, found by asking).
 
     manage.py import_history alice gpodder-net-episodes.json subscriptions.opml
+    IMPORT_PASSWORD=... manage.py import_history alice --server https://gpodder.net --username al
 
 The same import as the "Your data" page's, through the same services: running it again adds
 nothing; a run cut off midway leaves whole batches, and running it again completes it.
 """
 
+import getpass
+import os
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,7 @@ from tqdm import tqdm
 
 from core.exceptions import InvalidInput
 from imports.files import file_source
+from imports.remote import Account, ImportFailed, server_source
 from imports.services import Summary, history_import
 from subscriptions.management.commands.export_opml import progress_stream
 
@@ -30,10 +35,20 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("username")
-        parser.add_argument("files", nargs="+", metavar="file")
+        parser.add_argument("files", nargs="*", metavar="file")
+        parser.add_argument("--server", help="Another sync server's address, to import from.")
+        parser.add_argument(
+            "--username",
+            dest="remote_user",
+            help="The account on --server; its password is read from IMPORT_PASSWORD, or asked.",
+        )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args: Any, username: str, files: list[str], **options: Any) -> None:
+        if not files and not options["server"]:
+            raise CommandError("Name files to import, or --server and --username")
+        if options["server"] and not options["remote_user"]:
+            raise CommandError("--server needs --username, the account on that server")
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user named {username!r}")
@@ -55,6 +70,18 @@ class Command(BaseCommand):
             for name, source in sources:
                 self.stdout.write(f"{name}: {source.kind}")
                 self._imported(user, source, options["no_progress"])
+        if options["server"]:
+            account = Account(
+                server=options["server"],
+                username=options["remote_user"],
+                password=os.environ.get("IMPORT_PASSWORD") or getpass.getpass("Password: "),
+            )
+            try:
+                with server_source(account) as source:
+                    self.stdout.write(f"{options['server']}: {source.kind}")
+                    self._imported(user, source, options["no_progress"])
+            except ImportFailed as exc:
+                raise CommandError(f"{options['server']}: {exc.message}") from None
 
     def _imported(self, user: Any, source: Any, quiet: bool) -> None:
         with tqdm(

@@ -1,0 +1,296 @@
+"""Another sync server's history, read over its API (docs/imports.md, "From another server"):
+the gpodder.net API v2 (gpodder.net, oPodSync, mygpo, this service) or the Nextcloud gPodder
+Sync API, found by asking.
+
+Every request keeps the rules of a feed fetch (feedchecks.fetcher): its address checked and
+pinned, private networks refused unless IMPORT_ALLOWED_NETWORKS names them, TLS certificates
+verified, one deadline for the whole import however slowly the server sends, and a cap on each
+answer. Redirects are followed by hand: each hop is checked again, and none leaves the server's
+own host, where the password would go along. The password is used for these requests alone:
+never stored, never logged, never shown.
+"""
+
+import base64
+import contextlib
+import json
+import tempfile
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+from urllib.parse import quote, urljoin, urlsplit
+
+from django.conf import settings
+
+from core.exceptions import DomainError, InvalidInput
+from feedchecks import fetcher
+from imports.files import json_source
+from imports.history import Source, SourceDevice
+
+# The answers an import reads whole (a login, the devices, a device's subscriptions).
+SMALL_ANSWER = 10 * 1024 * 1024
+USER_AGENT = "opa-subscriptions history import"
+_NEXTCLOUD = ("/index.php/apps/gpoddersync", "/apps/gpoddersync")
+# The pages of episode actions an import reads (gpodder.net's are 1,000 actions each).
+MAX_PAGES = 10_000
+# The actions at the end of a page that the next one may repeat (a page is 1,000 on gpodder.net).
+OVERLAP_KEPT = 1000
+
+
+class ImportFailed(DomainError):
+    """The server could not be read; the message says why, for the person importing."""
+
+
+@dataclass(frozen=True)
+class Account:
+    """Where to read from, and as whom. The password lives as long as the import's run."""
+
+    server: str  # the address the person gave: https://gpodder.net, https://cloud.example/...
+    username: str
+    password: str
+    protocol: str = "auto"  # or "gpodder", "nextcloud": which API to read
+
+
+def server_address(text: str) -> str:
+    """The server's address as typed, checked: http(s), a host, no query; without a trailing
+    slash. ImportFailed saying what is wrong."""
+    value = text.strip()
+    if "://" not in value:
+        value = f"https://{value}"
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ImportFailed("enter the server's address, like https://gpodder.net")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ImportFailed("enter the server's address alone, without a query or a password")
+    return value.rstrip("/")
+
+
+class _Client:
+    def __init__(self, account: Account) -> None:
+        self.base = server_address(account.server)
+        self.origin = urlsplit(self.base)
+        token = f"{account.username}:{account.password}".encode()
+        self.headers = {
+            "Authorization": "Basic " + base64.b64encode(token).decode(),
+            "User-Agent": USER_AGENT,
+            "Accept": "application/json",
+        }
+        self.deadline = fetcher.Deadline(settings.IMPORT_TIMEOUT)
+        self.networks = fetcher.parse_networks(settings.IMPORT_ALLOWED_NETWORKS)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        max_bytes: int = SMALL_ANSWER,
+        sink: IO[bytes] | None = None,
+    ) -> fetcher.Exchanged:
+        url = self.base + path
+        for _hop in range(fetcher.MAX_REDIRECTS + 1):
+            try:
+                answer = fetcher.exchange(
+                    url,
+                    method=method,
+                    headers=self.headers,
+                    body=b"" if method == "POST" else None,
+                    deadline=self.deadline,
+                    connect_timeout=settings.FEED_FETCH_CONNECT_TIMEOUT,
+                    max_bytes=max_bytes,
+                    allowed_networks=self.networks,
+                    sink=sink,
+                )
+            except fetcher.FetchError as exc:
+                raise ImportFailed(_failure(exc, self.origin.hostname or "")) from None
+            if answer.location is None:
+                if answer.truncated:
+                    raise ImportFailed(
+                        f"the server's answer to {path} is larger than {max_bytes:,} bytes, the "
+                        "most an import reads (IMPORT_MAX_ANSWER_BYTES)"
+                    )
+                return answer
+            url = self._redirect(url, answer.location)
+        raise ImportFailed(f"the server redirected {path} more than {fetcher.MAX_REDIRECTS} times")
+
+    def _redirect(self, url: str, location: str) -> str:
+        """Where a redirect leads, if it stays on the server's host (http may become https):
+        elsewhere, the password would go along."""
+        target = urljoin(url, location.strip())
+        here, there = urlsplit(url), urlsplit(target)
+        same_host = (there.hostname, there.port) == (here.hostname, here.port) or (
+            there.hostname == here.hostname
+            and here.scheme == "http"
+            and there.scheme == "https"
+            and there.port in (None, 443)
+        )
+        if there.scheme not in ("http", "https") or not same_host:
+            raise ImportFailed(
+                f"the server sent the import to another address ({target[:200]}); if that is "
+                "where your account is, enter that address"
+            )
+        if here.scheme == "https" and there.scheme == "http":
+            raise ImportFailed("the server redirected from https to plain http, which is refused")
+        return target
+
+    def json(self, method: str, path: str) -> Any:
+        """A small answer read whole, as JSON; ImportFailed when it is not."""
+        answer = self.request(method, path)
+        _refused_status(answer, path)
+        if answer.body.lstrip()[:1] == b"<":
+            raise ImportFailed(f"the server answered {path} with a web page, not the API's JSON")
+        try:
+            return json.loads(answer.body) if answer.body.strip() else None
+        except (ValueError, RecursionError):
+            raise ImportFailed(f"the server's answer to {path} is not JSON") from None
+
+
+def _refused_status(answer: fetcher.Exchanged, path: str) -> None:
+    if answer.status in (401, 403):
+        raise ImportFailed(
+            "the server refused this username and password (HTTP "
+            f"{answer.status}); on Nextcloud, use an app password if you have two-factor "
+            "sign-in"
+        )
+    if answer.status == 429:
+        raise ImportFailed("the server says too many requests (HTTP 429): try again later")
+    if answer.status != 200:
+        raise ImportFailed(f"the server answered HTTP {answer.status} to {path}")
+
+
+def _failure(exc: fetcher.FetchError, host: str) -> str:
+    if isinstance(exc, fetcher.ForbiddenAddress):
+        return (
+            f"{host} is on a private network, which this server does not reach unless "
+            "IMPORT_ALLOWED_NETWORKS names it"
+        )
+    if isinstance(exc, fetcher.TimedOut):
+        return (
+            f"the server took longer than {settings.IMPORT_TIMEOUT:g} seconds, the most an "
+            "import waits (IMPORT_TIMEOUT)"
+        )
+    if isinstance(exc, fetcher.TLSFailure):
+        return f"the server's TLS certificate does not check out ({exc})"
+    if isinstance(exc, fetcher.CannotResolve):
+        return f"{host} cannot be found: check the address"
+    if isinstance(exc, fetcher.CannotConnect):
+        return f"{host} does not accept connections"
+    return f"the server could not be read ({str(exc)[:200]})"
+
+
+@contextlib.contextmanager
+def server_source(account: Account) -> Iterator[Source]:
+    """The history of `account` on its server, its actions kept in temporary files while the
+    import reads them. ImportFailed when the server cannot be read or speaks neither API."""
+    client = _Client(account)
+    with contextlib.ExitStack() as files:
+        user = quote(account.username, safe="")
+        if account.protocol in ("auto", "gpodder"):
+            login = client.request("POST", f"/api/2/auth/{user}/login.json")
+            if login.status != 404 or account.protocol == "gpodder":
+                _refused_status(login, "the gpodder API's login")
+                yield _gpodder(client, user, files)
+                return
+        for root in _NEXTCLOUD:
+            first = client.request("GET", f"{root}/subscriptions?since=0")
+            if first.status != 404:
+                yield _nextcloud(client, root, files)
+                return
+        raise ImportFailed(
+            "no gpodder.net API and no Nextcloud gPodder Sync app answer at this address"
+            if account.protocol == "auto"
+            else "no Nextcloud gPodder Sync app answers at this address"
+        )
+
+
+def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
+    found = client.json("GET", f"/api/2/devices/{user}.json")
+    if not isinstance(found, list):
+        raise ImportFailed("the server's device list is not a list")
+    devices = []
+    for item in found[: settings.MAX_DEVICES * 10]:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        device = quote(item["id"], safe="")
+        changes = client.json("GET", f"/api/2/subscriptions/{user}/{device}.json?since=0")
+        devices.append(
+            SourceDevice(
+                id=item["id"],
+                caption=item["caption"] if isinstance(item.get("caption"), str) else "",
+                type=item["type"] if isinstance(item.get("type"), str) else "",
+                feeds=_added(changes),
+            )
+        )
+    pages = _pages(client, f"/api/2/episodes/{user}.json?since={{}}", files)
+    return Source(
+        kind=f"the gpodder API at {client.origin.hostname}",
+        devices=devices,
+        actions=lambda: _without_overlap(pages),
+        action_count=sum(page.action_count for page in pages),
+    )
+
+
+def _without_overlap(pages: list[Source]) -> Iterator[Any]:
+    """The actions of every page, less those a page repeats from the end of the one before
+    (each page starts at the second the one before ended in): the last OVERLAP_KEPT of each page
+    are remembered, so the memory stays flat however long the history."""
+    before: set[str] = set()
+    for page in pages:
+        last: deque[str] = deque(maxlen=OVERLAP_KEPT)
+        for item in page.actions():
+            key = json.dumps(item, sort_keys=True, default=str)
+            if key in before:
+                continue
+            last.append(key)
+            yield item
+        before = set(last)
+
+
+def _nextcloud(client: _Client, root: str, files: contextlib.ExitStack) -> Source:
+    changes = client.json("GET", f"{root}/subscriptions?since=0")
+    page = _actions(client, f"{root}/episode_action?since=0", files)
+    # Nextcloud's app knows no devices: what it holds comes in as the device this service's
+    # Nextcloud paths give the account's own password (docs/nextcloud.md).
+    return Source(
+        kind=f"the Nextcloud gPodder Sync app at {client.origin.hostname}",
+        devices=[SourceDevice(id="nextcloud", feeds=_added(changes))],
+        actions=page.actions,
+        action_count=page.action_count,
+    )
+
+
+def _added(changes: Any) -> list[str]:
+    """The subscriptions of a `since=0` answer: its `add`."""
+    if not isinstance(changes, dict) or not isinstance(changes.get("add"), list):
+        raise ImportFailed('a subscription answer of the server is not {"add": [...], ...}')
+    return [url for url in changes["add"] if isinstance(url, str)]
+
+
+def _pages(client: _Client, path: str, files: contextlib.ExitStack) -> list[Source]:
+    """Every page of a gpodder episode-actions answer. gpodder.net answers at most 1,000 actions
+    at a time, the earliest first, with the timestamp of the last as its `timestamp`: the next
+    page is asked from there (the last actions come again, and are stored once), until an
+    answer brings none or its timestamp does not move."""
+    pages: list[Source] = []
+    since, total = 0, 0
+    while len(pages) < MAX_PAGES:
+        page = _actions(client, path.format(since), files, already=total)
+        pages.append(page)
+        total += page.action_count
+        if not page.action_count or page.timestamp is None or page.timestamp <= since:
+            return pages
+        since = page.timestamp
+    raise ImportFailed(f"the server's episode actions came in more than {MAX_PAGES:,} pages")
+
+
+def _actions(client: _Client, path: str, files: contextlib.ExitStack, already: int = 0) -> Source:
+    """An episode-actions answer, written to a temporary file and read from there as a stream
+    (`already`: the actions of the pages before, counted against IMPORT_MAX_ACTIONS)."""
+    # Closed with the import (its ExitStack), once its actions are read.
+    sink = files.enter_context(tempfile.TemporaryFile(prefix="import-"))  # noqa: SIM115
+    answer = client.request("GET", path, max_bytes=settings.IMPORT_MAX_ANSWER_BYTES, sink=sink)
+    _refused_status(answer, path)
+    try:
+        return json_source(sink, max_actions=settings.IMPORT_MAX_ACTIONS - already)
+    except InvalidInput as exc:
+        detail = exc.message.removeprefix(f"{InvalidInput.default_message}: ")
+        raise ImportFailed(f"the server's episode actions: {detail}") from None

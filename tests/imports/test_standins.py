@@ -1,0 +1,178 @@
+"""Importing from servers on loopback (docs/imports.md, "From another server"): one shaped like
+gpodder.net's answers, and hostile ones, each told in words with nothing half-stored."""
+
+import io
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from episodes.models import EpisodeAction
+from gpodder.models import Device, DeviceFeed
+from gpodder.services import subscription_pull
+from imports.remote import Account, ImportFailed, server_source
+from imports.services import history_import
+from subscriptions.models import Subscription
+from tests.imports.standins import PASSWORD, USER, standin
+
+
+@pytest.fixture
+def loopback(settings: Any) -> None:
+    """The stand-ins listen on loopback, a private network an import reaches only when told."""
+    settings.IMPORT_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
+def import_from(user: Any, url: str, password: str = PASSWORD, **options: Any) -> Any:
+    with server_source(Account(server=url, username=USER, password=password, **options)) as source:
+        return history_import(user=user, source=source)
+
+
+def nothing_stored(user: Any) -> None:
+    assert not Device.objects.filter(user=user).exists()
+    assert not Subscription.objects.filter(user=user).exists()
+    assert not EpisodeAction.objects.filter(user=user).exists()
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_gpodder_net_account_comes_in_whole(alice: Any) -> None:
+    with standin("mygpo") as server:
+        summary = import_from(alice, server.url)
+        mygpo = server.mygpo
+    assert summary.refused == 0, summary.refusals
+    devices = {d.device_id: (d.caption, d.type) for d in Device.objects.filter(user=alice)}
+    assert devices == {
+        "n900": ("Carol's N900", "mobile"),
+        "desktop": ("gPodder on the desk", "desktop"),
+    }
+    # Two spellings of one feed, and another feed: two podcasts, each device in its spelling.
+    assert summary.podcasts_added == 2
+    assert Subscription.objects.filter(user=alice).count() == 2
+    assert (
+        "HTTPS://Feeds.Example.com/show.xml/"
+        in subscription_pull(user=alice, device_id="n900", since=0).add
+    )
+    assert (
+        "https://feeds.example.com/show.xml"
+        in subscription_pull(user=alice, device_id="desktop", since=0).add
+    )
+    # Every action, across the pages, once (each page repeats the last one of the one before).
+    assert summary.actions_imported == len(mygpo.actions) == EpisodeAction.objects.count()
+    played = EpisodeAction.objects.get(episode="https://cdn.example.com/show/4.mp3")
+    assert played.device is not None
+    assert (played.action, played.position, played.total, played.device.device_id) == (
+        "play",
+        240,
+        3600,
+        "desktop",
+    )
+    assert played.guid == "guid-4"
+    assert EpisodeAction.objects.get(episode="https://cdn.example.com/show/1.mp3").guid == ""
+    # Run again: everything there already.
+    with standin("mygpo") as server:
+        again = import_from(alice, server.url)
+    assert (again.podcasts_added, again.actions_imported) == (0, 0)
+    assert again.actions_already == len(mygpo.actions)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_feed_that_moved_here_takes_the_old_url_as_its_own(alice: Any) -> None:
+    from subscriptions.services import SubscriptionUpdate, subscription_update
+    from tests.helpers import subscribe
+
+    moved = subscribe(alice, "https://other.example.org/podcast/rss")
+    subscription_update(
+        user=alice,
+        guid=moved.guid,
+        change=SubscriptionUpdate(new_feed_url="https://moved.example.org/rss"),
+    )
+    with standin("mygpo") as server:
+        summary = import_from(alice, server.url)
+    assert summary.podcasts_merged == 1  # the old URL reaches the moved subscription
+    assert Subscription.objects.filter(user=alice).count() == 2
+    assert DeviceFeed.objects.filter(device__device_id="n900", url__contains="other.example.org")
+
+
+def test_a_private_address_is_refused_unless_allowed(alice: Any) -> None:
+    with (
+        standin("mygpo") as server,
+        pytest.raises(ImportFailed, match=r"private network.*IMPORT_ALLOWED_NETWORKS"),
+    ):
+        import_from(alice, server.url)
+    nothing_stored(alice)
+
+
+@pytest.mark.usefixtures("loopback")
+@pytest.mark.parametrize(
+    ("behaviour", "message"),
+    [
+        ("unauthorized", "refused this username and password \\(HTTP 401\\)"),
+        ("html", "a web page, not the API's JSON"),
+        ("wrong_shape", "device list is not a list"),
+        ("redirect_private", "sent the import to another address \\(http://10.1.2.3/"),
+        ("huge", "larger than 10,485,760 bytes"),
+        ("two_million", "holds 2,000,000 episode actions; an import takes at most 1,000,000"),
+    ],
+)
+def test_a_hostile_server_is_told_in_words_and_nothing_is_stored(
+    alice: Any, behaviour: str, message: str
+) -> None:
+    with standin(behaviour) as server, pytest.raises(ImportFailed, match=message):
+        import_from(alice, server.url)
+    nothing_stored(alice)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_server_that_drips_is_cut_at_the_import_timeout(alice: Any, settings: Any) -> None:
+    settings.IMPORT_TIMEOUT = 2
+    with (
+        standin("drip") as server,
+        pytest.raises(ImportFailed, match=r"longer than 2 seconds.*IMPORT_TIMEOUT"),
+    ):
+        import_from(alice, server.url)
+    nothing_stored(alice)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_wrong_password_is_refused(alice: Any) -> None:
+    with standin("mygpo") as server, pytest.raises(ImportFailed, match="refused this username"):
+        import_from(alice, server.url, password="wrong")
+    nothing_stored(alice)
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("ftp://example.com", "like https://gpodder.net"),
+        ("https://example.com/?q=1", "without a query"),
+        ("https://user:pw@example.com", "without a query or a password"),
+        ("file:///etc/passwd", "like https://gpodder.net"),
+    ],
+)
+def test_a_bad_address_is_refused_before_any_request(
+    alice: Any, address: str, message: str
+) -> None:
+    with pytest.raises(ImportFailed, match=message):
+        import_from(alice, address)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_the_command_imports_from_a_server(alice: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("IMPORT_PASSWORD", PASSWORD)
+    out = io.StringIO()
+    with standin("mygpo") as server:
+        call_command(
+            "import_history", "alice", "--server", server.url, "--username", USER,
+            "--no-progress", stdout=out,
+        )  # fmt: skip
+    assert "the gpodder API at 127.0.0.1" in out.getvalue()
+    assert "episode actions: 8 imported" in out.getvalue()
+    assert PASSWORD not in out.getvalue()
+
+
+@pytest.mark.usefixtures("loopback")
+def test_the_command_says_why_a_server_failed(alice: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("IMPORT_PASSWORD", "wrong")
+    with standin("mygpo") as server, pytest.raises(CommandError, match="refused this username"):
+        call_command("import_history", "alice", "--server", server.url, "--username", USER)
+    with pytest.raises(CommandError, match="--server needs --username"):
+        call_command("import_history", "alice", "--server", "https://example.com")
