@@ -77,6 +77,10 @@ class ApiMiddleware:
         self.prefixes = tuple(settings.API_PATH_PREFIXES)
 
 
+# The page that takes an import's history file (web.urls), up to IMPORT_MAX_FILE_BYTES.
+IMPORT_FILE_PATH = "/data/import-history/"
+
+
 class BodySizeLimitMiddleware(ApiMiddleware):
     """Answers 413 when a request's body is over its limit, before anything reads it: on API
     paths MAX_BODY_BYTES with the error object, elsewhere (the pages, the admin) the plain-text
@@ -94,14 +98,21 @@ class BodySizeLimitMiddleware(ApiMiddleware):
             length = 0
         api = request.path_info.startswith(self.prefixes)
         limit = settings.MAX_BODY_BYTES if api else settings.MAX_PAGE_BODY_BYTES
+        if request.path_info == IMPORT_FILE_PATH:  # a history of years (docs/imports.md)
+            limit = settings.IMPORT_MAX_FILE_BYTES + 64 * 1024
         if length <= limit:
             return self.get_response(request)
         _discard_body(request, length)
         message = f"Request body too large: the limit is {limit} bytes"
         if api:
             return error_response(413, message)
+        setting = (
+            "IMPORT_MAX_FILE_BYTES"
+            if request.path_info == IMPORT_FILE_PATH
+            else "MAX_PAGE_BODY_BYTES"
+        )
         return HttpResponse(
-            f"{message} (MAX_PAGE_BODY_BYTES).\n",
+            f"{message} ({setting}).\n",
             status=413,
             content_type="text/plain; charset=utf-8",
         )

@@ -31,6 +31,7 @@ from bench import (  # noqa: E402
     gpodder,
     home,
     hot,
+    imports,
     nextcloud,
     peers,
     queries,
@@ -92,6 +93,7 @@ AREAS = (
     Area(("queries",), "", lambda b: queries.bench_queries()),
     Area(("queries",), "", lambda b: queries.bench_calls()),
     Area(("hot",), "", lambda b: hot.bench_hot()),
+    Area(("imports",), "", lambda b: imports.bench_imports()),
     Area(("feeds",), "", lambda b: feeds.bench_feed_parsing(row, catalogue.catalogue_rss)),
     Area(("home",), "", lambda b: home.bench_home(row)),
 )

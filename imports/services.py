@@ -8,26 +8,45 @@ Idempotent: a second run finds everything there and adds nothing. Each batch is 
 not at all, so a run cut off midway leaves whole records, and running it again completes it.
 """
 
+import contextlib
+import json
+import logging
+import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from itertools import islice
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
+from django.db import connection, transaction
 
-from core.exceptions import DomainError, InvalidInput
+from core import clock
+from core.exceptions import DomainError, InvalidInput, NotAuthorized
 from episodes import services as episodes
 from episodes.actions import ActionError, SentAction, action_parsed
 from gpodder import selectors as gpodder_selectors
 from gpodder import services as gpodder
 from gpodder.feedurls import sanitized
+from imports.files import file_source
 from imports.history import Source, SourceDevice
+from imports.models import Import, ImportChunk
+from imports.remote import Account, ImportFailed, server_address, server_source
+from imports.sealed import opened, seal
 from subscriptions import feeds
 from subscriptions.selectors import subscription_feeds_reached
 from subscriptions.services import AddEntry, subscription_add_many
 
+logger = logging.getLogger(__name__)
+
 # Actions written a statement at a time.
 BATCH = 1000
+# An import file is kept a megabyte a row until it is read.
+CHUNK_BYTES = 1024 * 1024
+# A running import that has told nothing for IMPORT_TIMEOUT and this long has stopped.
+STALLED_AFTER = 120
 # The refusals a summary lists; it counts them all.
 REFUSALS_KEPT = 100
 
@@ -255,3 +274,174 @@ def _action_named(action: Any) -> str:
         if isinstance(kind, str) and isinstance(episode, str):
             return f"{kind[:20]} of {episode[:200]}"
     return "an episode action"
+
+
+# --- an import's run, from the page or a worker ----------------------------------------------
+
+
+def import_check_allowed(*, user: Any) -> None:
+    """Refuse to start an import while one of the user's runs, or past IMPORT_MAX_PER_DAY."""
+    mine = Import.objects.filter(user=user)
+    if mine.filter(state__in=[Import.State.QUEUED, Import.State.RUNNING]).exists():
+        raise InvalidInput("an import of yours is under way: wait for it to end")
+    limit = settings.IMPORT_MAX_PER_DAY
+    if mine.filter(created__gte=clock.now() - timedelta(days=1)).count() >= limit:
+        raise InvalidInput(
+            f"you started {limit} imports in the last 24 hours, the most there may be "
+            "(IMPORT_MAX_PER_DAY): try again tomorrow"
+        )
+
+
+def server_import_start(*, user: Any, account: Account) -> Import:
+    """Queue an import of `account`'s history on its server; its password goes to the run alone
+    (imports.sealed), never into the database."""
+    try:
+        origin = server_address(account.server)
+    except ImportFailed as exc:
+        raise InvalidInput(exc.message, errors={"server": [exc.message]}) from None
+    import_check_allowed(user=user)
+    upload = Import.objects.create(
+        user=user, source=Import.Source.SERVER, origin=origin, created=clock.now()
+    )
+    secret = seal(json.dumps([account.username, account.password, account.protocol]))
+    transaction.on_commit(lambda: _dispatch(upload.pk, secret))
+    return upload
+
+
+def file_import_start(*, user: Any, name: str, file: IO[bytes]) -> Import:
+    """Queue an import of a file, kept in the database (a megabyte a row) until it is read."""
+    import_check_allowed(user=user)
+    with transaction.atomic():
+        upload = Import.objects.create(
+            user=user, source=Import.Source.FILE, origin=name[:300], created=clock.now()
+        )
+        seq = 0
+        while chunk := file.read(CHUNK_BYTES):
+            ImportChunk.objects.create(upload=upload, seq=seq, data=chunk)
+            seq += 1
+    transaction.on_commit(lambda: _dispatch(upload.pk, None))
+    return upload
+
+
+def _dispatch(import_id: int, secret: str | None) -> None:
+    """To a worker through the broker; on the home server (no broker), to a thread of this
+    process, so that the page can show the import's progress while it runs."""
+    if settings.IMPORT_IN_THREAD:
+        thread = threading.Thread(
+            target=_in_thread, args=(import_id, secret), name="import", daemon=True
+        )
+        thread.start()
+        return
+    from imports.tasks import run_import
+
+    run_import.delay(import_id, secret)
+
+
+def _in_thread(import_id: int, secret: str | None) -> None:
+    try:
+        import_run(import_id=import_id, secret=secret)
+    finally:
+        connection.close()  # this thread's own
+
+
+def import_run(*, import_id: int, secret: str | None) -> None:
+    """Run a queued import to its end: DONE with its summary, or FAILED with the reason in
+    words. A second delivery of the same import finds it started, and does nothing."""
+    now = clock.now()
+    started = Import.objects.filter(pk=import_id, state=Import.State.QUEUED).update(
+        state=Import.State.RUNNING, started=now, updated=now
+    )
+    if not started:
+        return
+    upload = Import.objects.select_related("user").get(pk=import_id)
+    try:
+        if upload.source == Import.Source.SERVER:
+            credentials = opened(secret or "")
+            if credentials is None:
+                raise ImportFailed("the import waited too long for a worker: start it again")
+            username, password, protocol = json.loads(credentials)
+            account = Account(upload.origin, username, password, protocol)
+            with server_source(account) as source:
+                _imported(upload, source)
+        else:
+            with _file_of(upload) as file:
+                _imported(upload, file_source(file, max_actions=settings.IMPORT_MAX_ACTIONS))
+    except (ImportFailed, InvalidInput) as exc:
+        _failed(upload, _reason(exc))
+    except NotAuthorized:
+        _failed(upload, "the account was deactivated or deleted meanwhile")
+    except Exception:
+        logger.exception("Import %s stopped on an error", import_id)
+        _failed(upload, "the import stopped on an error of this server; start it again")
+    finally:
+        ImportChunk.objects.filter(upload_id=import_id).delete()
+
+
+@contextlib.contextmanager
+def _file_of(upload: Import) -> Iterator[IO[bytes]]:
+    """The import's file, from its chunks, in a temporary file of this host."""
+    with tempfile.TemporaryFile(prefix="import-") as file:
+        for data in (
+            ImportChunk.objects.filter(upload=upload)
+            .order_by("seq")
+            .values_list("data", flat=True)
+            .iterator(chunk_size=1)
+        ):
+            file.write(data)
+        file.seek(0)
+        yield file
+
+
+def _imported(upload: Import, source: Source) -> None:
+    upload.described = source.kind[:300]
+    upload.action_count = source.action_count
+    upload.save(update_fields=["described", "action_count"])
+    told = _Told(upload)
+    summary = history_import(user=upload.user, source=source, progress=told)
+    told.write(summary, state=Import.State.DONE)
+
+
+class _Told:
+    """Writes an import's progress at most once a second, and its summary at the end."""
+
+    def __init__(self, upload: Import) -> None:
+        self.upload = upload
+        self.last = 0.0
+
+    def __call__(self, summary: Summary) -> None:
+        if time.monotonic() - self.last >= 1.0:
+            self.write(summary)
+
+    def write(self, summary: Summary, state: str | None = None) -> None:
+        self.last = time.monotonic()
+        now = clock.now()
+        fields = {
+            "actions_read": summary.actions_read,
+            "devices": summary.devices,
+            "podcasts_added": summary.podcasts_added,
+            "podcasts_merged": summary.podcasts_merged,
+            "podcasts_already": summary.podcasts_already,
+            "actions_imported": summary.actions_imported,
+            "actions_already": summary.actions_already,
+            "refused": summary.refused,
+            "refusals": [{"what": r.what, "reason": r.reason} for r in summary.refusals],
+            "updated": now,
+        }
+        if state is not None:
+            fields.update(state=state, finished=now)
+        Import.objects.filter(pk=self.upload.pk).update(**fields)
+
+
+def _failed(upload: Import, reason: str) -> None:
+    now = clock.now()
+    Import.objects.filter(pk=upload.pk).update(
+        state=Import.State.FAILED, error=reason, finished=now, updated=now
+    )
+
+
+def import_stalled(upload: Import) -> bool:
+    """Whether a running import has stopped telling its progress (its worker gone)."""
+    if not upload.running:
+        return False
+    last = upload.updated or upload.created
+    return last < clock.now() - timedelta(seconds=settings.IMPORT_TIMEOUT + STALLED_AFTER)

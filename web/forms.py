@@ -109,6 +109,55 @@ class OpmlUploadForm(forms.Form):
         return upload
 
 
+class HistoryFileForm(forms.Form):
+    file = forms.FileField(
+        label="History file",
+        help_text=(
+            "A gpodder.net episode-actions file, this server's own export (everything.json), "
+            "or an OPML file."
+        ),
+    )
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        limit = settings.IMPORT_MAX_FILE_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is too large: the limit is {limit} bytes (IMPORT_MAX_FILE_BYTES)."
+            )
+        return upload
+
+
+class ServerImportForm(forms.Form):
+    server = forms.CharField(
+        label="Server address",
+        max_length=2048,
+        help_text="For instance https://gpodder.net, or your Nextcloud's address.",
+        widget=forms.TextInput(attrs={"inputmode": "url", "autocomplete": "url"}),
+    )
+    username = forms.CharField(
+        label="Username there",
+        max_length=255,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none"}),
+    )
+    password = forms.CharField(
+        label="Password or app password there",
+        max_length=1024,
+        strip=False,
+        help_text="Used for this import only: never stored, never shown again.",
+        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+    )
+    protocol = forms.ChoiceField(
+        label="Its API",
+        choices=[
+            ("auto", "Find out"),
+            ("gpodder", "gpodder.net API (gpodder.net, oPodSync, this server)"),
+            ("nextcloud", "Nextcloud gPodder Sync"),
+        ],
+        initial="auto",
+    )
+
+
 class AppPasswordForm(forms.Form):
     name = forms.CharField(
         label="App name",

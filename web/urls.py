@@ -2,6 +2,7 @@
 
 from django.urls import path, re_path
 
+from api.middleware import IMPORT_FILE_PATH
 from web.views import account, connect, data, devices, feeds, podcasts, signing
 
 app_name = "web"
@@ -33,6 +34,9 @@ urlpatterns = [
     path("history/", data.history, name="history"),
     path("data/", data.data, name="data"),
     path("data/import/", data.opml_import, name="import"),
+    path(IMPORT_FILE_PATH.lstrip("/"), data.history_file_import, name="import-file"),
+    path("data/import-server/", data.server_import, name="import-server"),
+    path("data/imports/<int:import_id>/", data.import_status, name="import-status"),
     path("data/subscriptions.opml", data.opml_export, name="export-opml"),
     path("data/everything.json", data.everything, name="export-json"),
     path("account/", account.account, name="account"),

@@ -344,6 +344,9 @@ IMPORT_MAX_ACTIONS = env.int("IMPORT_MAX_ACTIONS", default=1_000_000)
 # million actions is about 250 MB of JSON); the other answers are read up to 10 MB.
 IMPORT_TIMEOUT = env.float("IMPORT_TIMEOUT", default=600.0)
 IMPORT_MAX_ANSWER_BYTES = env.int("IMPORT_MAX_ANSWER_BYTES", default=512 * 1024 * 1024)
+# Imports a person may start in a day, one at a time; and the largest file the page takes.
+IMPORT_MAX_PER_DAY = env.int("IMPORT_MAX_PER_DAY", default=20)
+IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=256 * 1024 * 1024)
 # Each device's last sync requests, for its page (docs/web.md, "Devices"): one write per sync
 # request. False writes none, and the pages have nothing to show (bench/README.md measures both).
 DEVICE_SYNC_EVENTS = env.bool("DEVICE_SYNC_EVENTS", default=True)
@@ -422,6 +425,9 @@ if FEED_EPISODES_KEPT < 0:
 # Without REDIS_URL, tasks run in-process right after the commit that sent them.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+# Without a broker (the home server), an import runs in a thread of the web process, so that
+# its page shows the progress (docs/imports.md).
+IMPORT_IN_THREAD = env.bool("IMPORT_IN_THREAD", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

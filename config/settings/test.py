@@ -57,3 +57,6 @@ AUTH_USER_CACHE_SECONDS = 3600
 FEED_CHECKS_ENABLED = False
 # The feed tests that turn checks on follow each one within the request that asked for it.
 FEED_CHECK_THREADS = 0
+# An import runs within the request that started it (Celery's eager mode), so that the test
+# sees its end; tests/imports/test_page.py runs the home server's thread too.
+IMPORT_IN_THREAD = False

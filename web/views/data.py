@@ -1,15 +1,21 @@
 """The listening history, and a person's data: OPML import and export, everything as JSON
 (docs/web.md)."""
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from core import clock
 from core.exceptions import InvalidInput
+from imports import selectors as imports
+from imports import services
+from imports.remote import Account
 from subscriptions import opml
-from web import forms, selectors, services
-from web.views.common import person_of, person_required
+from web import forms, selectors
+from web import services as web_services
+from web.views.common import form_errors, or_404, person_of, person_required
 
 
 @require_GET
@@ -21,7 +27,62 @@ def history(request: HttpRequest) -> HttpResponse:
 @require_GET
 @person_required
 def data(request: HttpRequest) -> HttpResponse:
-    return render(request, "web/data.html", {"form": forms.OpmlUploadForm()})
+    return _data_page(request)
+
+
+def _data_page(request: HttpRequest, status: int = 200, **forms_given: Any) -> HttpResponse:
+    context = {
+        "form": forms.OpmlUploadForm(),
+        "file_form": forms.HistoryFileForm(),
+        "server_form": forms.ServerImportForm(),
+        "imports": imports.imports_of(user=request.user),
+        **forms_given,
+    }
+    return render(request, "web/data.html", context, status=status)
+
+
+@require_POST
+@person_required
+def history_file_import(request: HttpRequest) -> HttpResponse:
+    form = forms.HistoryFileForm(request.POST, request.FILES)
+    if form.is_valid():
+        upload = form.cleaned_data["file"]
+        try:
+            started = services.file_import_start(
+                user=request.user, name=upload.name or "file", file=upload
+            )
+        except InvalidInput as exc:
+            form_errors(form, exc)
+        else:
+            return redirect("web:import-status", import_id=started.pk)
+    return _data_page(request, 400, file_form=form)
+
+
+@require_POST
+@person_required
+def server_import(request: HttpRequest) -> HttpResponse:
+    form = forms.ServerImportForm(request.POST)
+    if form.is_valid():
+        account = Account(
+            server=form.cleaned_data["server"],
+            username=form.cleaned_data["username"],
+            password=form.cleaned_data["password"],
+            protocol=form.cleaned_data["protocol"],
+        )
+        try:
+            started = services.server_import_start(user=request.user, account=account)
+        except InvalidInput as exc:
+            form_errors(form, exc)
+        else:
+            return redirect("web:import-status", import_id=started.pk)
+    return _data_page(request, 400, server_form=form)
+
+
+@require_GET
+@person_required
+def import_status(request: HttpRequest, import_id: int) -> HttpResponse:
+    found = or_404(lambda: imports.import_of(user=request.user, import_id=import_id))
+    return render(request, "web/import.html", {"upload": found})
 
 
 @require_POST
@@ -32,14 +93,14 @@ def opml_import(request: HttpRequest) -> HttpResponse:
     status = 200
     if form.is_valid():
         try:
-            summary = services.opml_import(
+            summary = web_services.opml_import(
                 user=request.user, document=form.cleaned_data["file"].read()
             )
         except InvalidInput as exc:
             form.add_error("file", f"This file could not be read: {exc.message}.")
     if not form.is_valid() or summary is None:
         status = 400
-    return render(request, "web/data.html", {"form": form, "summary": summary}, status=status)
+    return _data_page(request, status, form=form, summary=summary)
 
 
 @require_GET

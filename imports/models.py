@@ -1,0 +1,71 @@
+"""An import of a person's history, its progress and what it did (docs/imports.md); and the
+file it reads, kept in the database until the import has read it, so that a worker on any host
+can."""
+
+from django.conf import settings
+from django.db import models
+
+
+class Import(models.Model):
+    class Source(models.TextChoices):
+        SERVER = "server"
+        FILE = "file"
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="imports"
+    )
+    source = models.CharField(max_length=6, choices=Source.choices)
+    # The server's address (never a username or a password), or the file's name.
+    origin = models.CharField(max_length=2048)
+    # What was read, in words, once known: "the gpodder API at gpodder.net", ...
+    described = models.CharField(max_length=300, blank=True)
+    state = models.CharField(max_length=7, choices=State.choices, default=State.QUEUED)
+    error = models.TextField(blank=True)
+    created = models.DateTimeField()
+    started = models.DateTimeField(null=True, blank=True)
+    # When it last told its progress: one running that has not for long has stopped.
+    updated = models.DateTimeField(null=True, blank=True)
+    finished = models.DateTimeField(null=True, blank=True)
+    # Progress, then the summary.
+    action_count = models.PositiveIntegerField(default=0)
+    actions_read = models.PositiveIntegerField(default=0)
+    devices = models.PositiveIntegerField(default=0)
+    podcasts_added = models.PositiveIntegerField(default=0)
+    podcasts_merged = models.PositiveIntegerField(default=0)
+    podcasts_already = models.PositiveIntegerField(default=0)
+    actions_imported = models.PositiveIntegerField(default=0)
+    actions_already = models.PositiveIntegerField(default=0)
+    refused = models.PositiveIntegerField(default=0)
+    refusals = models.JSONField(default=list, blank=True)  # [{"what": ..., "reason": ...}]
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-created"], name="import_user_created")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.origin} ({self.state})"
+
+    @property
+    def running(self) -> bool:
+        return self.state in (self.State.QUEUED, self.State.RUNNING)
+
+
+class ImportChunk(models.Model):
+    """A piece of an import's file, in order: the file, whole, is what the import reads."""
+
+    upload = models.ForeignKey(Import, on_delete=models.CASCADE, related_name="chunks")
+    seq = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["upload", "seq"], name="importchunk_upload_seq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.upload_id}: {self.seq}"

@@ -1,0 +1,217 @@
+"""The "Your data" page's imports (docs/imports.md): from another server and from a history
+file, each queued, run, and told on a page of its own that only its owner sees; the password
+used and forgotten."""
+
+import json
+import logging
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from core import clock
+from episodes.models import EpisodeAction
+from imports.models import Import, ImportChunk
+from imports.sealed import opened, seal
+from tests.imports.standins import PASSWORD, USER, standin
+
+
+@pytest.fixture
+def loopback(settings: Any) -> None:
+    settings.IMPORT_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
+@pytest.fixture
+def started(django_capture_on_commit_callbacks: Any) -> Any:
+    """POST a form that starts an import, and run what its commit sends (the import, Celery's
+    eager mode here), as the request's own commit would."""
+
+    def post(client: Client, path: str, data: dict[str, Any]) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.post(path, data)
+
+    return post
+
+
+def history(*episodes: int) -> SimpleUploadedFile:
+    actions = [
+        {
+            "podcast": "https://feeds.example.com/show.xml",
+            "episode": f"https://cdn.example.com/{n}.mp3",
+            "action": "download",
+            "timestamp": "2014-01-02T03:04:05",
+            "device": "phone",
+        }
+        for n in episodes
+    ]
+    body = json.dumps({"actions": actions, "timestamp": 1}).encode()
+    return SimpleUploadedFile("gpodder-net.json", body, content_type="application/json")
+
+
+def test_the_data_page_offers_both_imports(page: Client) -> None:
+    text = page.get("/data/").content.decode()
+    assert "Import from another server" in text
+    assert 'action="/data/import-server/"' in text
+    assert 'type="password"' in text
+    assert "Import a history file" in text
+    assert 'action="/data/import-history/"' in text
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_server_import_runs_and_tells_its_summary(
+    page: Client, person: Any, caplog: Any, started: Any
+) -> None:
+    with caplog.at_level(logging.DEBUG), standin("mygpo") as server:
+        response = started(
+            page,
+            "/data/import-server/",
+            {"server": server.url, "username": USER, "password": PASSWORD, "protocol": "auto"},
+        )
+        assert response.status_code == 302
+        status = page.get(response["Location"])
+    text = status.content.decode()
+    assert status.status_code == 200
+    assert "Done: the gpodder API at 127.0.0.1" in text
+    assert "<dt>Episode actions imported</dt><dd>8</dd>" in text
+    assert "<dt>Devices</dt><dd>2</dd>" in text
+    assert "data-refresh" not in text  # ended: the page stops asking
+    assert EpisodeAction.objects.filter(user=person).count() == 8
+    # The password went to the run alone: in no row, no page, no log line.
+    upload = Import.objects.get()
+    assert PASSWORD not in json.dumps(Import.objects.values().get(), default=str)
+    assert USER not in upload.origin
+    assert PASSWORD not in text
+    assert PASSWORD not in caplog.text
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_server_that_refuses_is_told_on_the_import_page(
+    page: Client, person: Any, started: Any
+) -> None:
+    with standin("unauthorized") as server:
+        response = started(
+            page,
+            "/data/import-server/",
+            {"server": server.url, "username": USER, "password": "x", "protocol": "auto"},
+        )
+    text = page.get(response["Location"]).content.decode()
+    assert "It stopped: the server refused this username and password (HTTP 401)" in text
+    assert not EpisodeAction.objects.exists()
+
+
+def test_a_bad_address_is_told_on_the_form(page: Client) -> None:
+    response = page.post(
+        "/data/import-server/",
+        {"server": "ftp://example.com", "username": "u", "password": "p", "protocol": "auto"},
+    )
+    assert response.status_code == 400
+    assert "enter the server" in response.content.decode()
+    assert not Import.objects.exists()
+
+
+def test_a_history_file_is_imported_and_its_chunks_dropped(
+    page: Client, person: Any, started: Any
+) -> None:
+    response = started(page, "/data/import-history/", {"file": history(1, 2, 3)})
+    assert response.status_code == 302
+    text = page.get(response["Location"]).content.decode()
+    assert "Done: a gpodder.net episode-actions file" in text
+    assert "<dt>Episode actions imported</dt><dd>3</dd>" in text
+    assert EpisodeAction.objects.filter(user=person).count() == 3
+    assert not ImportChunk.objects.exists()
+
+
+def test_a_file_that_is_not_a_history_is_told_why(page: Client, started: Any) -> None:
+    bad = SimpleUploadedFile("notes.json", b'{"actions": [', content_type="application/json")
+    response = started(page, "/data/import-history/", {"file": bad})
+    text = page.get(response["Location"]).content.decode()
+    assert "It stopped: this is not valid JSON" in text
+    assert not EpisodeAction.objects.exists()
+
+
+def test_a_file_over_the_limit_is_refused_naming_it(page: Client, settings: Any) -> None:
+    settings.IMPORT_MAX_FILE_BYTES = 1000
+    # Over the limit by more than a form's own fields: refused before it is read.
+    far = SimpleUploadedFile("far.json", b"[" + b" " * 100_000 + b"]")
+    response = page.post("/data/import-history/", {"file": far})
+    assert response.status_code == 413
+    assert "IMPORT_MAX_FILE_BYTES" in response.content.decode()
+    # Just over: the form says so.
+    near = SimpleUploadedFile("near.json", b"[" + b" " * 5000 + b"]")
+    response = page.post("/data/import-history/", {"file": near})
+    assert response.status_code == 400
+    assert "the limit is 1000 bytes (IMPORT_MAX_FILE_BYTES)" in response.content.decode()
+    assert not Import.objects.exists()
+
+
+def test_another_persons_import_is_a_404(page: Client, stranger: Any, started: Any) -> None:
+    theirs = Client()
+    theirs.force_login(stranger)
+    response = started(theirs, "/data/import-history/", {"file": history(1)})
+    assert page.get(response["Location"]).status_code == 404
+    assert page.get("/data/imports/999999/").status_code == 404
+    assert "gpodder-net.json" not in page.get("/data/").content.decode()
+
+
+@pytest.mark.usefixtures("db")
+def test_signed_out_visitors_are_sent_to_sign_in(client: Client) -> None:
+    response = client.post("/data/import-history/", {"file": history(1)})
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+    assert not Import.objects.exists()
+
+
+def test_one_import_at_a_time_and_a_few_a_day(page: Client, person: Any, settings: Any) -> None:
+    Import.objects.create(user=person, source="file", origin="x", created=clock.now())
+    response = page.post("/data/import-history/", {"file": history(1)})
+    assert response.status_code == 400
+    assert "an import of yours is under way" in response.content.decode()
+    Import.objects.update(state="done")
+    settings.IMPORT_MAX_PER_DAY = 1
+    response = page.post("/data/import-history/", {"file": history(1)})
+    assert response.status_code == 400
+    assert "IMPORT_MAX_PER_DAY" in response.content.decode()
+
+
+def test_an_import_whose_worker_is_gone_shows_as_stopped(page: Client, person: Any) -> None:
+    long_ago = clock.now() - timedelta(hours=2)
+    upload = Import.objects.create(
+        user=person, source="server", origin="https://gpodder.net", state="running",
+        created=long_ago, updated=long_ago,
+    )  # fmt: skip
+    text = page.get(f"/data/imports/{upload.pk}/").content.decode()
+    assert "stopped midway" in text
+    assert "data-refresh" not in text
+
+
+def test_the_seal_opens_only_with_this_servers_key(settings: Any) -> None:
+    sealed = seal("hunter2")
+    assert "hunter2" not in sealed
+    assert opened(sealed) == "hunter2"
+    settings.SECRET_KEY = "another server's key, long enough to be one"
+    assert opened(sealed) is None
+
+
+@pytest.mark.usefixtures("transactional_db", "loopback")
+def test_on_the_home_server_an_import_runs_in_a_thread(
+    page: Client, person: Any, settings: Any
+) -> None:
+    """Without a broker, the page answers at once and the import goes on beside it."""
+    settings.IMPORT_IN_THREAD = True
+    with standin("mygpo") as server:
+        response = page.post(
+            "/data/import-server/",
+            {"server": server.url, "username": USER, "password": PASSWORD, "protocol": "auto"},
+        )
+        deadline = time.monotonic() + 30
+        while Import.objects.get().state in ("queued", "running"):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    assert Import.objects.get().state == "done"
+    assert (
+        "<dt>Episode actions imported</dt><dd>8</dd>"
+        in page.get(response["Location"]).content.decode()
+    )
