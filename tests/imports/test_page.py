@@ -74,7 +74,7 @@ def test_a_server_import_runs_and_tells_its_summary(
         status = page.get(response["Location"])
     text = status.content.decode()
     assert status.status_code == 200
-    assert "Done: the gpodder API at 127.0.0.1" in text
+    assert "Imported from the gpodder API at 127.0.0.1" in text
     assert "<dt>Episode actions imported</dt><dd>8</dd>" in text
     assert "<dt>Devices</dt><dd>2</dd>" in text
     assert "data-refresh" not in text  # ended: the page stops asking
@@ -118,7 +118,7 @@ def test_a_history_file_is_imported_and_its_chunks_dropped(
     response = started(page, "/data/import-history/", {"file": history(1, 2, 3)})
     assert response.status_code == 302
     text = page.get(response["Location"]).content.decode()
-    assert "Done: a gpodder.net episode-actions file" in text
+    assert "Imported from a gpodder.net episode-actions file" in text
     assert "<dt>Episode actions imported</dt><dd>3</dd>" in text
     assert EpisodeAction.objects.filter(user=person).count() == 3
     assert not ImportChunk.objects.exists()

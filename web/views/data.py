@@ -18,6 +18,10 @@ from web import services as web_services
 from web.views.common import form_errors, or_404, person_of, person_required
 
 
+# The page holds three forms: each its own ids for its fields' labels.
+HISTORY_IDS, SERVER_IDS = "history_%s", "server_%s"
+
+
 @require_GET
 @person_required
 def history(request: HttpRequest) -> HttpResponse:
@@ -33,8 +37,8 @@ def data(request: HttpRequest) -> HttpResponse:
 def _data_page(request: HttpRequest, status: int = 200, **forms_given: Any) -> HttpResponse:
     context = {
         "form": forms.OpmlUploadForm(),
-        "file_form": forms.HistoryFileForm(),
-        "server_form": forms.ServerImportForm(),
+        "file_form": forms.HistoryFileForm(auto_id=HISTORY_IDS),
+        "server_form": forms.ServerImportForm(auto_id=SERVER_IDS),
         "imports": imports.imports_of(user=request.user),
         **forms_given,
     }
@@ -44,7 +48,7 @@ def _data_page(request: HttpRequest, status: int = 200, **forms_given: Any) -> H
 @require_POST
 @person_required
 def history_file_import(request: HttpRequest) -> HttpResponse:
-    form = forms.HistoryFileForm(request.POST, request.FILES)
+    form = forms.HistoryFileForm(request.POST, request.FILES, auto_id=HISTORY_IDS)
     if form.is_valid():
         upload = form.cleaned_data["file"]
         try:
@@ -61,7 +65,7 @@ def history_file_import(request: HttpRequest) -> HttpResponse:
 @require_POST
 @person_required
 def server_import(request: HttpRequest) -> HttpResponse:
-    form = forms.ServerImportForm(request.POST)
+    form = forms.ServerImportForm(request.POST, auto_id=SERVER_IDS)
     if form.is_valid():
         account = Account(
             server=form.cleaned_data["server"],
