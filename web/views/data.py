@@ -17,7 +17,6 @@ from web import forms, selectors
 from web import services as web_services
 from web.views.common import form_errors, or_404, person_of, person_required
 
-
 # The page holds three forms: each its own ids for its fields' labels.
 HISTORY_IDS, SERVER_IDS = "history_%s", "server_%s"
 
