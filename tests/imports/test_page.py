@@ -215,3 +215,15 @@ def test_on_the_home_server_an_import_runs_in_a_thread(
         "<dt>Episode actions imported</dt><dd>8</dd>"
         in page.get(response["Location"]).content.decode()
     )
+
+
+def test_staff_read_the_imports_in_the_admin(
+    admin_client: Client, person: Any, started: Any, page: Client
+) -> None:
+    started(page, "/data/import-history/", {"file": history(1)})
+    listing = admin_client.get("/admin/imports/import/")
+    assert listing.status_code == 200
+    assert "gpodder-net.json" in listing.content.decode()
+    upload = Import.objects.get()
+    assert admin_client.get(f"/admin/imports/import/{upload.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/imports/import/add/").status_code == 403

@@ -42,6 +42,12 @@ class Command(BaseCommand):
             dest="remote_user",
             help="The account on --server; its password is read from IMPORT_PASSWORD, or asked.",
         )
+        parser.add_argument(
+            "--protocol",
+            choices=["auto", "gpodder", "nextcloud"],
+            default="auto",
+            help="The API --server speaks: found by asking (auto), or named.",
+        )
         parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
 
     def handle(self, *args: Any, username: str, files: list[str], **options: Any) -> None:
@@ -75,6 +81,7 @@ class Command(BaseCommand):
                 server=options["server"],
                 username=options["remote_user"],
                 password=os.environ.get("IMPORT_PASSWORD") or getpass.getpass("Password: "),
+                protocol=options["protocol"],
             )
             try:
                 with server_source(account) as source:
