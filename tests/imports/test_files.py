@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.exceptions import InvalidInput
+from episodes import services as episodes_services
 from episodes.models import EpisodeAction
 from gpodder import selectors as gpodder_selectors
 from gpodder.models import Device, DeviceFeed
@@ -335,3 +336,31 @@ def test_the_command_refuses_an_unknown_or_deactivated_account(alice: Any, tmp_p
     with pytest.raises(CommandError, match="deactivated"):
         call_command("import_history", "alice", str(good), "--no-progress")
     assert not EpisodeAction.objects.exists()
+
+
+def test_a_run_cut_off_midway_leaves_whole_batches_and_a_rerun_completes_it(
+    alice: Any, monkeypatch: Any
+) -> None:
+    """As a worker killed between two batches: what was written is whole, and the next run
+    adds the rest and nothing twice."""
+    from imports import services
+
+    monkeypatch.setattr(services, "BATCH", 10)
+    upload = episodes_services.actions_upload
+    calls = []
+
+    def cut_after_two(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 2:
+            raise SystemExit("the worker was killed")
+        return upload(**kwargs)
+
+    monkeypatch.setattr(episodes_services, "actions_upload", cut_after_two)
+    answer = {"actions": [action(n) for n in range(35)], "timestamp": 1}
+    with pytest.raises(SystemExit):
+        imported(alice, answer)
+    assert EpisodeAction.objects.filter(user=alice).count() == 20  # two whole batches
+    monkeypatch.setattr(episodes_services, "actions_upload", upload)
+    again = imported(alice, answer)
+    assert (again.actions_imported, again.actions_already) == (15, 20)
+    assert EpisodeAction.objects.filter(user=alice).count() == 35
