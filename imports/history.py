@@ -32,3 +32,5 @@ class Source:
     action_count: int = 0
     # A gpodder API answer's own `timestamp`, where the next page of a paged answer starts.
     timestamp: int | None = None
+    # What the reading itself left out, and why (what, reason): past a bound, say.
+    refused: list[tuple[str, str]] = field(default_factory=list)

@@ -46,6 +46,14 @@ class Import(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["user", "-created"], name="import_user_created")]
+        constraints = [
+            # One import of a person's at a time, whatever two requests at once try.
+            models.UniqueConstraint(
+                fields=["user"],
+                condition=models.Q(state__in=["queued", "running"]),
+                name="import_one_under_way_per_user",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.origin} ({self.state})"

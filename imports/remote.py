@@ -206,10 +206,18 @@ def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
     found = client.json("GET", f"/api/2/devices/{user}.json")
     if not isinstance(found, list):
         raise ImportFailed("the server's device list is not a list")
+    listed = [item for item in found if isinstance(item, dict) and isinstance(item.get("id"), str)]
+    # No account here holds more than MAX_DEVICES: those past it are not read, but named.
+    kept = settings.MAX_DEVICES
+    refused = [
+        (
+            f"device {item['id'][:64]!r}",
+            f"past the {kept} devices an account may have (MAX_DEVICES)",
+        )
+        for item in listed[kept:]
+    ]
     devices = []
-    for item in found[: settings.MAX_DEVICES * 10]:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-            continue
+    for item in listed[:kept]:
         device = quote(item["id"], safe="")
         changes = client.json("GET", f"/api/2/subscriptions/{user}/{device}.json?since=0")
         devices.append(
@@ -226,6 +234,7 @@ def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
         devices=devices,
         actions=lambda: _without_overlap(pages),
         action_count=sum(page.action_count for page in pages),
+        refused=refused,
     )
 
 
@@ -259,9 +268,15 @@ def _nextcloud(client: _Client, root: str, files: contextlib.ExitStack) -> Sourc
 
 
 def _added(changes: Any) -> list[str]:
-    """The subscriptions of a `since=0` answer: its `add`."""
+    """The subscriptions of a `since=0` answer: its `add`, of at most MAX_OPML_ENTRIES."""
     if not isinstance(changes, dict) or not isinstance(changes.get("add"), list):
         raise ImportFailed('a subscription answer of the server is not {"add": [...], ...}')
+    limit = settings.MAX_OPML_ENTRIES
+    if len(changes["add"]) > limit:
+        raise ImportFailed(
+            f"a device there has {len(changes['add']):,} subscriptions; an import takes at most "
+            f"{limit:,} a device (MAX_OPML_ENTRIES)"
+        )
     return [url for url in changes["add"] if isinstance(url, str)]
 
 

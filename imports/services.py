@@ -21,7 +21,7 @@ from itertools import islice
 from typing import IO, Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from core import clock
 from core.exceptions import DomainError, InvalidInput, NotAuthorized
@@ -85,6 +85,8 @@ def history_import(*, user: Any, source: Source, progress: Progress | None = Non
     """Write `source` into `user`'s account: its feeds, its devices with their feeds and
     spellings, then its actions, BATCH at a time."""
     summary = Summary()
+    for what, reason in source.refused:
+        summary.refuse(what, reason)
     told = progress or (lambda summary: None)
     podcasts = _Podcasts(user, summary)
     podcasts.subscribe(source.feeds)
@@ -279,11 +281,14 @@ def _action_named(action: Any) -> str:
 # --- an import's run, from the page or a worker ----------------------------------------------
 
 
+UNDER_WAY = "an import of yours is under way: wait for it to end"
+
+
 def import_check_allowed(*, user: Any) -> None:
     """Refuse to start an import while one of the user's runs, or past IMPORT_MAX_PER_DAY."""
     mine = Import.objects.filter(user=user)
     if mine.filter(state__in=[Import.State.QUEUED, Import.State.RUNNING]).exists():
-        raise InvalidInput("an import of yours is under way: wait for it to end")
+        raise InvalidInput(UNDER_WAY)
     limit = settings.IMPORT_MAX_PER_DAY
     if mine.filter(created__gte=clock.now() - timedelta(days=1)).count() >= limit:
         raise InvalidInput(
@@ -300,9 +305,7 @@ def server_import_start(*, user: Any, account: Account) -> Import:
     except ImportFailed as exc:
         raise InvalidInput(exc.message, errors={"server": [exc.message]}) from None
     import_check_allowed(user=user)
-    upload = Import.objects.create(
-        user=user, source=Import.Source.SERVER, origin=origin, created=clock.now()
-    )
+    upload = _created(user=user, source=Import.Source.SERVER, origin=origin)
     secret = seal(json.dumps([account.username, account.password, account.protocol]))
     transaction.on_commit(lambda: _dispatch(upload.pk, secret))
     return upload
@@ -312,15 +315,25 @@ def file_import_start(*, user: Any, name: str, file: IO[bytes]) -> Import:
     """Queue an import of a file, kept in the database (a megabyte a row) until it is read."""
     import_check_allowed(user=user)
     with transaction.atomic():
-        upload = Import.objects.create(
-            user=user, source=Import.Source.FILE, origin=name[:300], created=clock.now()
-        )
+        upload = _created(user=user, source=Import.Source.FILE, origin=name[:300])
         seq = 0
         while chunk := file.read(CHUNK_BYTES):
             ImportChunk.objects.create(upload=upload, seq=seq, data=chunk)
             seq += 1
     transaction.on_commit(lambda: _dispatch(upload.pk, None))
     return upload
+
+
+def _created(*, user: Any, source: str, origin: str) -> Import:
+    """The new import, unless another of the user's got under way meanwhile (the database
+    keeps one at a time)."""
+    try:
+        with transaction.atomic():
+            return Import.objects.create(
+                user=user, source=source, origin=origin, created=clock.now()
+            )
+    except IntegrityError:
+        raise InvalidInput(UNDER_WAY) from None
 
 
 def _dispatch(import_id: int, secret: str | None) -> None:

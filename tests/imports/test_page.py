@@ -227,3 +227,12 @@ def test_staff_read_the_imports_in_the_admin(
     upload = Import.objects.get()
     assert admin_client.get(f"/admin/imports/import/{upload.pk}/change/").status_code == 200
     assert admin_client.get("/admin/imports/import/add/").status_code == 403
+
+
+def test_the_database_keeps_one_import_under_way_a_person(person: Any) -> None:
+    """Two requests at once both pass the check: the second's row is refused all the same."""
+    from django.db import IntegrityError, transaction
+
+    Import.objects.create(user=person, source="file", origin="a", created=clock.now())
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Import.objects.create(user=person, source="file", origin="b", created=clock.now())

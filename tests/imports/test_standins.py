@@ -176,3 +176,25 @@ def test_the_command_says_why_a_server_failed(alice: Any, monkeypatch: Any) -> N
         call_command("import_history", "alice", "--server", server.url, "--username", USER)
     with pytest.raises(CommandError, match="--server needs --username"):
         call_command("import_history", "alice", "--server", "https://example.com")
+
+
+@pytest.mark.usefixtures("loopback")
+def test_devices_past_the_limit_are_named_and_not_read(alice: Any, settings: Any) -> None:
+    settings.MAX_DEVICES = 1
+    with standin("mygpo") as server:
+        summary = import_from(alice, server.url)
+        asked = server.requests
+    assert summary.devices == 1
+    assert summary.refusals[0].what == "device 'desktop'"
+    assert "past the 1 devices an account may have (MAX_DEVICES)" in summary.refusals[0].reason
+    assert not any("/subscriptions/carol/desktop.json" in line for line in asked)
+    # The desktop's actions are refused with it; the N900's come in.
+    assert summary.actions_imported == 4
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_device_with_too_many_subscriptions_is_told(alice: Any, settings: Any) -> None:
+    settings.MAX_OPML_ENTRIES = 1
+    with standin("mygpo") as server, pytest.raises(ImportFailed, match="MAX_OPML_ENTRIES"):
+        import_from(alice, server.url)
+    nothing_stored(alice)
