@@ -1,8 +1,12 @@
 """An import's cost (BENCH_ONLY=imports; bench/README.md, "Importing a history"): 100,000
 episode actions on 4 devices from a gpodder.net episode-actions file, in this process on the
 bench's PostgreSQL, as `manage.py import_history` and the page run it; again, when everything is
-there already; and the memory it takes, against a tenth of it (flat: streamed, not held)."""
+there already; and the memory it takes, against a tenth of it (flat: streamed, not held). Then
+a real oPodSync under `php -S` (bench/peers.py's), filled through its API on two devices,
+imported from over the network, and checked against what its own API answers."""
 
+import base64
+import http.client
 import json
 import resource
 import tempfile
@@ -86,4 +90,77 @@ def bench_imports() -> None:
         "imports: peak memory, before / after a tenth / after the whole",
         f"{before:.0f} / {after_small:.0f} / {after_big:.0f} MB",
         "flat (streamed)",
+    )
+
+
+OPODSYNC_ACTIONS = 10_000
+
+
+def _opodsync_call(url: str, method: str, path: str, body: Any = None) -> Any:
+    from bench.peers import USER
+    from bench.sync import PASSWORD
+
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=120)
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    data = None if body is None else json.dumps(body).encode()
+    conn.request(method, path, data, {"Authorization": f"Basic {token}"})
+    response = conn.getresponse()
+    answer = response.read()
+    conn.close()
+    if response.status != 200:
+        raise RuntimeError(f"oPodSync answered {response.status} to {path}: {answer[:200]!r}")
+    return json.loads(answer) if answer.strip() else None
+
+
+def bench_opodsync_import() -> None:
+    """oPodSync filled as gPodder and AntennaPod would fill it, then imported from."""
+    from django.contrib.auth import get_user_model
+    from django.test import override_settings
+
+    from bench.peers import USER, opodsync, opodsync_source
+    from bench.sync import PASSWORD
+    from episodes.models import EpisodeAction
+    from imports.remote import Account, server_source
+    from imports.services import history_import
+
+    opodsync_source()
+    with (
+        tempfile.TemporaryDirectory(prefix="import-opodsync-") as folder,
+        opodsync(Path(folder), fpm=False) as url,
+    ):
+        feeds = [f"https://feeds.example.com/{n}/rss" for n in range(20)]
+        for device, caption, kind in (("pixel", "Pixel 8", "mobile"), ("desk", "Desk", "desktop")):
+            _opodsync_call(url, "POST", f"/api/2/devices/{USER}/{device}.json",
+                           {"caption": caption, "type": kind})  # fmt: skip
+            _opodsync_call(url, "POST", f"/api/2/subscriptions/{USER}/{device}.json",
+                           {"add": feeds, "remove": []})  # fmt: skip
+        for first in range(0, OPODSYNC_ACTIONS, 1000):
+            _opodsync_call(url, "POST", f"/api/2/episodes/{USER}.json", [
+                {"podcast": feeds[n % 20], "episode": f"https://cdn.example.com/{n}.mp3",
+                 "action": "play", "timestamp": f"2024-{1 + n % 12:02d}-01T10:00:00",
+                 "device": "pixel" if n % 2 else "desk",
+                 "started": 0, "position": n % 3600, "total": 3600}
+                for n in range(first, first + 1000)
+            ])  # fmt: skip
+        theirs = _opodsync_call(url, "GET", f"/api/2/episodes/{USER}.json?since=0")["actions"]
+        user, _ = get_user_model().objects.get_or_create(username="import-bench-opodsync")
+        start = time.perf_counter()
+        with (
+            override_settings(IMPORT_ALLOWED_NETWORKS=["127.0.0.0/8"]),
+            server_source(Account(url, USER, PASSWORD)) as source,
+        ):
+            summary = history_import(user=user, source=source)
+        took = time.perf_counter() - start
+    ours = EpisodeAction.objects.filter(user=user).count()
+    print(
+        f"  from oPodSync (php -S): {len(theirs):,} actions in its answer, {ours:,} here, "
+        f"{summary.devices} devices, {summary.podcasts_added} podcasts, "
+        f"{summary.refused} refused, in {took:.1f} s",
+        flush=True,
+    )
+    row(
+        "imports: from a real oPodSync (php -S), 2 devices",
+        f"{ours:,} of its {len(theirs):,} actions in {took:.1f} s; {summary.refused} refused",
+        "all of them",
     )

@@ -94,6 +94,7 @@ AREAS = (
     Area(("queries",), "", lambda b: queries.bench_calls()),
     Area(("hot",), "", lambda b: hot.bench_hot()),
     Area(("imports",), "", lambda b: imports.bench_imports()),
+    Area(("imports",), "", lambda b: imports.bench_opodsync_import()),
     Area(("feeds",), "", lambda b: feeds.bench_feed_parsing(row, catalogue.catalogue_rss)),
     Area(("home",), "", lambda b: home.bench_home(row)),
 )

@@ -15,7 +15,7 @@ import contextlib
 import json
 import tempfile
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import quote, urljoin, urlsplit
@@ -66,7 +66,8 @@ def server_address(text: str) -> str:
 
 
 class _Client:
-    def __init__(self, account: Account) -> None:
+    def __init__(self, account: Account, reading: Callable[[str], None]) -> None:
+        self.reading = reading
         self.base = server_address(account.server)
         self.origin = urlsplit(self.base)
         token = f"{account.username}:{account.password}".encode()
@@ -178,10 +179,13 @@ def _failure(exc: fetcher.FetchError, host: str) -> str:
 
 
 @contextlib.contextmanager
-def server_source(account: Account) -> Iterator[Source]:
+def server_source(
+    account: Account, reading: Callable[[str], None] | None = None
+) -> Iterator[Source]:
     """The history of `account` on its server, its actions kept in temporary files while the
-    import reads them. ImportFailed when the server cannot be read or speaks neither API."""
-    client = _Client(account)
+    import reads them. ImportFailed when the server cannot be read or speaks neither API.
+    `reading` is told, in words, what is being read as it goes (for the import's page)."""
+    client = _Client(account, reading or (lambda text: None))
     with contextlib.ExitStack() as files:
         user = quote(account.username, safe="")
         if account.protocol in ("auto", "gpodder"):
@@ -217,7 +221,8 @@ def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
         for item in listed[kept:]
     ]
     devices = []
-    for item in listed[:kept]:
+    for number, item in enumerate(listed[:kept], 1):
+        client.reading(f"device {number} of {min(len(listed), kept)}: {item['id'][:64]}")
         device = quote(item["id"], safe="")
         changes = client.json("GET", f"/api/2/subscriptions/{user}/{device}.json?since=0")
         devices.append(
@@ -255,7 +260,9 @@ def _without_overlap(pages: list[Source]) -> Iterator[Any]:
 
 
 def _nextcloud(client: _Client, root: str, files: contextlib.ExitStack) -> Source:
+    client.reading("subscriptions")
     changes = client.json("GET", f"{root}/subscriptions?since=0")
+    client.reading("episode actions")
     page = _actions(client, f"{root}/episode_action?since=0", files)
     # Nextcloud's app knows no devices: what it holds comes in as the device this service's
     # Nextcloud paths give the account's own password (docs/nextcloud.md).
@@ -288,6 +295,7 @@ def _pages(client: _Client, path: str, files: contextlib.ExitStack) -> list[Sour
     pages: list[Source] = []
     since, total = 0, 0
     while len(pages) < MAX_PAGES:
+        client.reading(f"episode actions: {total:,} so far")
         page = _actions(client, path.format(since), files, already=total)
         pages.append(page)
         total += page.action_count

@@ -374,7 +374,7 @@ def import_run(*, import_id: int, secret: str | None) -> None:
                 raise ImportFailed("the import waited too long for a worker: start it again")
             username, password, protocol = json.loads(credentials)
             account = Account(upload.origin, username, password, protocol)
-            with server_source(account) as source:
+            with server_source(account, reading=_Reading(upload)) as source:
                 _imported(upload, source)
         else:
             with _file_of(upload) as file:
@@ -412,6 +412,21 @@ def _imported(upload: Import, source: Source) -> None:
     told = _Told(upload)
     summary = history_import(user=upload.user, source=source, progress=told)
     told.write(summary, state=Import.State.DONE)
+
+
+class _Reading:
+    """Tells the import's page what of the server is being read, at most once a second."""
+
+    def __init__(self, upload: Import) -> None:
+        self.upload = upload
+        self.last = 0.0
+
+    def __call__(self, text: str) -> None:
+        if time.monotonic() - self.last >= 1.0:
+            self.last = time.monotonic()
+            Import.objects.filter(pk=self.upload.pk).update(
+                described=f"{self.upload.origin}: {text}"[:300], updated=clock.now()
+            )
 
 
 class _Told:

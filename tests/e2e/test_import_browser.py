@@ -2,7 +2,7 @@
 another server, filled and sent as a person would, the import's page while it runs and once it
 is done; and a history file, chosen and sent. Every page passes axe-core at a laptop's width and
 at 390 and 320 px without scrolling sideways; the screenshots are saved under
-TEST_OUTPUT_DIR/e2e/ (import-form-*.png, import-summary-desktop.png, import-summary-390.png)."""
+TEST_OUTPUT_DIR/e2e/ (import-form-*.png, import-progress-*.png, import-summary-*.png)."""
 
 import json
 from pathlib import Path
@@ -47,7 +47,7 @@ def test_a_person_imports_from_another_server_and_reads_the_summary(
 ) -> None:
     signed_in(browser, live_server.url)
     found = checked(browser, live_server.url, "/data/", "import-form")
-    with standin("mygpo") as server:
+    with standin("mygpo_slow") as server:
         browser.get(f"{live_server.url}/data/")
         form = browser.find_element(By.CSS_SELECTOR, "form[action='/data/import-server/']")
         form.find_element(By.NAME, "server").send_keys(server.url)
@@ -55,13 +55,17 @@ def test_a_person_imports_from_another_server_and_reads_the_summary(
         form.find_element(By.NAME, "password").send_keys(THEIR_PASSWORD)
         form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
         wait_until(lambda: "/data/imports/" in browser.current_url, 20, "the import's page")
+        path = browser.current_url.removeprefix(live_server.url)
+        # Under way (the server takes its time over the actions): told, and followed.
+        assert "this page updates by itself" in main_text(browser)
+        found += checked(browser, live_server.url, path, "import-progress")
+        browser.get(live_server.url + path)
         # The page follows the import by itself, to its end.
         wait_until(lambda: "Imported from" in main_text(browser), 30, "the import's end")
     text = main_text(browser)
     assert "Imported from the gpodder API at 127.0.0.1" in text
     assert "Episode actions imported\n8" in text or "Episode actions imported 8" in text
     assert THEIR_PASSWORD not in browser.page_source
-    path = browser.current_url.removeprefix(live_server.url)
     found += checked(browser, live_server.url, path, "import-summary")
     assert EpisodeAction.objects.count() == 8
     assert not found, "\n".join(found)
