@@ -28,12 +28,14 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from accounts import services as accounts
 from accounts.models import AppPassword
+from core import clock
 from deletions import services as deletions
 from deletions.models import Deletion
 from episodes import services as episodes
 from episodes.actions import actions_parsed
 from feedchecks import services as feedchecks
 from gpodder import services as gpodder
+from imports.models import Import
 from nextcloud import flows
 from subscriptions import services as subscriptions
 from subscriptions.services import AddEntry, SubscriptionUpdate
@@ -81,6 +83,8 @@ class Site:
     account_deletion: uuid.UUID
     flow: str
     app_password: int  # one an app has used
+    import_done: int  # an import from a long address, with long refusals
+    import_running: int
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,8 @@ PAGES = [
     Page("podcast", lambda s: f"/podcasts/{s.titled}/"),
     Page("podcast-long-url", lambda s: f"/podcasts/{s.long}/"),
     Page("deletion", lambda s: f"/deletions/{s.deletion}/"),
+    Page("import-done", lambda s: f"/data/imports/{s.import_done}/"),
+    Page("import-running", lambda s: f"/data/imports/{s.import_running}/"),
     Page("devices", lambda s: "/devices/"),
     Page("devices-page-2", lambda s: "/devices/?page=2"),
     Page("device", lambda s: f"/devices/{s.device}/"),
@@ -168,6 +174,8 @@ NOT_PAGES = {
     "logout",
     "subscription",
     "import",
+    "import-file",
+    "import-server",
     "export-opml",
     "export-json",
     "password",
@@ -183,6 +191,7 @@ LISTED = {
     "podcasts": "podcasts",
     "podcast": "podcast",
     "deletion": "deletion",
+    "import-status": "import-done",
     "devices": "devices",
     "device": "device",
     "history": "history",
@@ -322,7 +331,23 @@ def realistic_data(person: Any, feeds: FeedServer) -> Site:
         "okhttp/4.12.0",
         address="203.0.113.7",
     )
+    # An import that ended with refusals of long URLs, and one under way.
+    done = Import.objects.create(
+        user=person, source="server", origin=LONG_URL, described=f"the gpodder API at {TITLE}",
+        state="done", created=long.subscription_changed, finished=long.subscription_changed,
+        action_count=120_000, actions_read=120_000, devices=12, podcasts_added=340,
+        actions_imported=119_000, actions_already=900, refused=150,
+        refusals=[{"what": f"podcast {LONG_URL[:200]}", "reason": "not usable as a feed's "
+                   "address"}] * 3 + [{"what": "play of " + "ü" * 200, "reason": TITLE}],
+    )  # fmt: skip
+    running = Import.objects.create(
+        user=person, source="file", origin="gpodder-net-" + "ä" * 80 + ".json",
+        described="a gpodder.net episode-actions file", state="running",
+        created=clock.now(), updated=clock.now(), action_count=50_000, actions_read=21_000,
+    )  # fmt: skip
     return Site(
+        import_done=done.pk,
+        import_running=running.pk,
         titled=titled.guid,
         long=long.guid,
         device=long_device,
