@@ -299,3 +299,24 @@ def gunicorn_service(env: dict[str, str], log: Path) -> Iterator[int]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@contextmanager
+def runserver(env: dict[str, str]) -> Iterator[int]:
+    """This service under Django's runserver with the settings `env` gives, on a free loopback
+    port: its port, once /health answers."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while status(port, "/health") != 200:
+            assert server.poll() is None, "runserver stopped"
+            assert time.monotonic() < deadline, "runserver did not answer"
+            time.sleep(0.2)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

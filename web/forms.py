@@ -96,17 +96,21 @@ class DeviceForm(forms.Form):
             raise forms.ValidationError([f"{p[:1].upper()}{p[1:]}." for p in problems]) from None
 
 
+def _within(upload: Any, setting: str) -> Any:
+    """An uploaded file, unless it is larger than the setting `setting` allows."""
+    limit = getattr(settings, setting)
+    if upload.size > limit:
+        raise forms.ValidationError(
+            f"The file is too large: the limit is {limit} bytes ({setting})."
+        )
+    return upload
+
+
 class OpmlUploadForm(forms.Form):
     file = forms.FileField(label="OPML file")
 
     def clean_file(self) -> Any:
-        upload = self.cleaned_data["file"]
-        limit = settings.MAX_BODY_BYTES
-        if upload.size > limit:
-            raise forms.ValidationError(
-                f"The file is too large: the limit is {limit} bytes (MAX_BODY_BYTES)."
-            )
-        return upload
+        return _within(self.cleaned_data["file"], "MAX_BODY_BYTES")
 
 
 class HistoryFileForm(forms.Form):
@@ -119,13 +123,7 @@ class HistoryFileForm(forms.Form):
     )
 
     def clean_file(self) -> Any:
-        upload = self.cleaned_data["file"]
-        limit = settings.IMPORT_MAX_FILE_BYTES
-        if upload.size > limit:
-            raise forms.ValidationError(
-                f"The file is too large: the limit is {limit} bytes (IMPORT_MAX_FILE_BYTES)."
-            )
-        return upload
+        return _within(self.cleaned_data["file"], "IMPORT_MAX_FILE_BYTES")
 
 
 class ServerImportForm(forms.Form):

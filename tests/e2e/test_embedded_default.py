@@ -49,21 +49,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str
 
     manage("migrate", "--noinput")
     password = re.search(r"with password: (\S+)", manage("ensure_staff"))[1]  # type: ignore[index]
-    port = servers.free_port()
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while call(port, "GET", "/health")[0] != 200:
-            assert server.poll() is None, "runserver stopped"
-            assert time.monotonic() < deadline, "runserver did not answer"
-            time.sleep(0.2)
+    with servers.runserver(env) as port:
         yield port, password
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def call(

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,17 +66,7 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         "from django.contrib.auth import get_user_model; "
         f"get_user_model().objects.create_user({USER!r}, password={PASSWORD!r})",
     )  # fmt: skip
-    port = servers.free_port()
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while servers.status(port, "/health") != 200:
-            assert server.poll() is None, "runserver stopped"
-            assert time.monotonic() < deadline, "runserver did not answer"
-            time.sleep(0.2)
+    with servers.runserver(env) as port:
         client = api.MygPodderClient(USER, PASSWORD, root_url=f"http://127.0.0.1:{port}")
         client.update_device_settings("phone", caption="Carol's phone 📱", type="mobile")
         client.update_device_settings("laptop", caption="Work laptop", type="laptop")
@@ -95,9 +84,6 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
                                  device="phone", timestamp="2023-12-24T08:00:00")]
         )  # fmt: skip
         yield port
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @pytest.fixture
