@@ -5,12 +5,15 @@ import base64
 import contextlib
 import http.server
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import trustme
 
 USER, PASSWORD = "carol", "carol's password"
 # mygpo answers at most MAX_EPISODE_ACTIONS (1,000) a request; a few here, so that paging shows.
@@ -181,14 +184,22 @@ class StandIn(http.server.ThreadingHTTPServer):
         self.mygpo = Mygpo()
         self.requests: list[str] = []
 
+    scheme = "http"
+
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.server_address[1]}"
 
 
 @contextlib.contextmanager
-def standin(behaviour: str) -> Iterator[StandIn]:
+def standin(behaviour: str, *, tls: bool = False) -> Iterator[StandIn]:
+    """`tls`: over HTTPS, with a certificate of a CA nobody trusts (trustme's)."""
     server = StandIn(behaviour)
+    if tls:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        trustme.CA().issue_cert("127.0.0.1").configure_cert(context)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        server.scheme = "https"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -198,3 +198,14 @@ def test_a_device_with_too_many_subscriptions_is_told(alice: Any, settings: Any)
     with standin("mygpo") as server, pytest.raises(ImportFailed, match="MAX_OPML_ENTRIES"):
         import_from(alice, server.url)
     nothing_stored(alice)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_certificate_that_does_not_check_out_is_refused(alice: Any) -> None:
+    with (
+        standin("mygpo", tls=True) as server,
+        pytest.raises(ImportFailed, match="TLS certificate does not check out"),
+    ):
+        import_from(alice, server.url)
+    assert server.url.startswith("https://")
+    nothing_stored(alice)
