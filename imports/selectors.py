@@ -4,7 +4,7 @@ from typing import Any
 
 from core.exceptions import NotFound
 from imports.models import Import
-from imports.services import import_stalled
+from imports.services import STALLED, import_stalled
 
 # The imports "Your data" lists.
 SHOWN = 5
@@ -29,7 +29,5 @@ def _marked(found: Import) -> Import:
     """An import whose worker is gone shows as stopped, not as running for ever."""
     if import_stalled(found):
         found.state = Import.State.FAILED
-        found.error = (
-            "the import stopped midway (its worker ended): start it again, it adds what is missing"
-        )
+        found.error = STALLED
     return found

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 
 from core import clock
 from core.exceptions import DomainError, InvalidInput, NotAuthorized
@@ -284,10 +285,19 @@ def _action_named(action: Any) -> str:
 UNDER_WAY = "an import of yours is under way: wait for it to end"
 
 
+STALLED = "the import stopped midway (its worker ended): start it again, it adds what is missing"
+
+
 def import_check_allowed(*, user: Any) -> None:
-    """Refuse to start an import while one of the user's runs, or past IMPORT_MAX_PER_DAY."""
+    """Refuse to start an import while one of the user's runs, or past IMPORT_MAX_PER_DAY. One
+    whose worker ended without a word is ended first: it runs no more."""
     mine = Import.objects.filter(user=user)
-    if mine.filter(state__in=[Import.State.QUEUED, Import.State.RUNNING]).exists():
+    under_way = mine.filter(state__in=[Import.State.QUEUED, Import.State.RUNNING])
+    since = clock.now() - timedelta(seconds=settings.IMPORT_TIMEOUT + STALLED_AFTER)
+    under_way.filter(Q(updated__lt=since) | Q(updated__isnull=True, created__lt=since)).update(
+        state=Import.State.FAILED, error=STALLED, finished=clock.now()
+    )
+    if under_way.exists():
         raise InvalidInput(UNDER_WAY)
     limit = settings.IMPORT_MAX_PER_DAY
     if mine.filter(created__gte=clock.now() - timedelta(days=1)).count() >= limit:

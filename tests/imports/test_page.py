@@ -176,7 +176,9 @@ def test_one_import_at_a_time_and_a_few_a_day(page: Client, person: Any, setting
     assert "IMPORT_MAX_PER_DAY" in response.content.decode()
 
 
-def test_an_import_whose_worker_is_gone_shows_as_stopped(page: Client, person: Any) -> None:
+def test_an_import_whose_worker_is_gone_shows_as_stopped(
+    page: Client, person: Any, started: Any
+) -> None:
     long_ago = clock.now() - timedelta(hours=2)
     upload = Import.objects.create(
         user=person, source="server", origin="https://gpodder.net", state="running",
@@ -185,6 +187,10 @@ def test_an_import_whose_worker_is_gone_shows_as_stopped(page: Client, person: A
     text = page.get(f"/data/imports/{upload.pk}/").content.decode()
     assert "stopped midway" in text
     assert "data-refresh" not in text
+    # Started again, it runs: the one that stopped is ended for good.
+    response = started(page, "/data/import-history/", {"file": history(1)})
+    assert response.status_code == 302, response.content.decode()
+    assert Import.objects.get(pk=upload.pk).state == "failed"
 
 
 def test_the_seal_opens_only_with_this_servers_key(settings: Any) -> None:
