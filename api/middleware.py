@@ -118,6 +118,33 @@ class BodySizeLimitMiddleware(ApiMiddleware):
         )
 
 
+class SignedInUploadMiddleware:
+    """The history file's larger limit (IMPORT_FILE_PATH, IMPORT_MAX_FILE_BYTES) is for a person
+    signed in on the pages alone: anyone else's body past MAX_PAGE_BODY_BYTES is refused here,
+    before Django reads it. Past the session's and the user's middleware, ahead of the CSRF
+    check, which would parse a multipart body, writing its file to disk, before refusing it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info == IMPORT_FILE_PATH:
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            limit = settings.MAX_PAGE_BODY_BYTES
+            if length > limit and not request.user.is_authenticated:
+                _discard_body(request, length)
+                return HttpResponse(
+                    f"Request body too large: the limit is {limit} bytes (MAX_PAGE_BODY_BYTES) "
+                    "until you sign in.\n",
+                    status=413,
+                    content_type="text/plain; charset=utf-8",
+                )
+        return self.get_response(request)
+
+
 def _discard_body(request: HttpRequest, length: int) -> None:
     """Read the body (up to BODY_DISCARD_BYTES) before answering: a client sends its whole body
     before it reads the answer, and a server that answers and closes while it is still sending

@@ -12,10 +12,12 @@ JSON, or not of one of these shapes, or holds more actions than the import takes
 whole, and nothing is written.
 """
 
+import io
 from collections.abc import Iterator
 from typing import IO, Any
 
 import ijson
+from django.conf import settings
 
 from core.exceptions import InvalidInput
 from imports.history import Source, SourceDevice
@@ -35,8 +37,16 @@ def file_source(file: IO[bytes], *, max_actions: int) -> Source:
     it cannot be imported."""
     first = _first_character(file)
     if first == b"<":
+        # Read whole, as the OPML import reads one, within the same bounds.
+        size = file.seek(0, io.SEEK_END)
+        if size > settings.MAX_BODY_BYTES:
+            raise InvalidInput(
+                f"this OPML file is larger than {settings.MAX_BODY_BYTES:,} bytes, the most an "
+                "import reads of one (MAX_BODY_BYTES)"
+            )
         file.seek(0)
         feeds = opml.opml_parse(file.read())
+        _within_entries(len(feeds), "this OPML file")
         return Source(kind="an OPML file", feeds=[feed.url for feed in feeds])
     if first not in (b"[", b"{"):
         raise InvalidInput(
@@ -74,9 +84,11 @@ def json_source(file: IO[bytes], *, max_actions: int) -> Source:
     if kind != "export":
         described = "a gpodder.net episode-actions file" if kind == "gpodder" else "a JSON list"
         return Source(kind=described, actions=actions, action_count=count, timestamp=timestamp)
+    feeds = _export_feeds(file)
     return Source(
         kind="an export of this service",
-        feeds=_export_feeds(file),
+        feeds=list(feeds),
+        guids={url: guid for url, guid in feeds.items() if guid},
         devices=_export_devices(file),
         actions=actions,
         action_count=count,
@@ -106,11 +118,11 @@ def _scanned(file: IO[bytes]) -> tuple[str | None, dict[str, int], int | None]:
     file.seek(0)
     try:
         for event, value in ijson.basic_parse(file, use_float=True):
+            if event not in ("end_map", "end_array", "map_key"):
+                place = _place(stack)  # every item counts, whatever it is
+                if place in counts:
+                    counts[place] += 1
             if event in ("start_map", "start_array"):
-                if event == "start_map":
-                    place = _place(stack)
-                    if place in counts:
-                        counts[place] += 1
                 stack.append("" if event == "start_map" else None)
                 if len(stack) > MAX_DEPTH:
                     raise InvalidInput(f"this nests deeper than {MAX_DEPTH} levels")
@@ -151,17 +163,28 @@ def _items(file: IO[bytes], prefix: str) -> list[Any]:
     return found
 
 
-def _export_feeds(file: IO[bytes]) -> list[str]:
-    """The export's current subscriptions (subscribed, not deleted): the others are history the
-    export keeps, which an import does not bring back as subscriptions."""
-    return [
-        item["feed_url"]
+def _within_entries(count: int, what: str) -> None:
+    limit = settings.MAX_OPML_ENTRIES
+    if count > limit:
+        raise InvalidInput(
+            f"{what} holds {count:,} subscriptions; an import takes at most {limit:,} "
+            "(MAX_OPML_ENTRIES)"
+        )
+
+
+def _export_feeds(file: IO[bytes]) -> dict[str, str | None]:
+    """The export's current subscriptions (subscribed, not deleted), each with its guid: the
+    others are history the export keeps, which an import does not bring back as subscriptions."""
+    current = {
+        item["feed_url"]: item["guid"] if isinstance(item.get("guid"), str) else None
         for item in _items(file, "subscriptions.item")
         if isinstance(item, dict)
         and isinstance(item.get("feed_url"), str)
         and item.get("is_subscribed") is True
         and item.get("deleted") is None
-    ]
+    }
+    _within_entries(len(current), "this export")
+    return current
 
 
 def _export_devices(file: IO[bytes]) -> list[SourceDevice]:

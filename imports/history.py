@@ -27,6 +27,7 @@ class Source:
 
     kind: str  # what was read, in words: "an OPML file", ...
     feeds: list[str] = field(default_factory=list)  # subscriptions of no device
+    guids: dict[str, str] = field(default_factory=dict)  # the guids some of them have had
     devices: list[SourceDevice] = field(default_factory=list)
     actions: Callable[[], Iterator[Any]] = lambda: iter(())
     action_count: int = 0

@@ -12,6 +12,7 @@ never stored, never logged, never shown.
 
 import base64
 import contextlib
+import io
 import json
 import tempfile
 from collections import deque
@@ -23,6 +24,7 @@ from urllib.parse import quote, urljoin, urlsplit
 from django.conf import settings
 
 from core.exceptions import DomainError, InvalidInput
+from episodes.actions import PLAY_FIELDS
 from feedchecks import fetcher
 from imports.files import json_source
 from imports.history import Source, SourceDevice
@@ -31,6 +33,10 @@ from imports.history import Source, SourceDevice
 SMALL_ANSWER = 10 * 1024 * 1024
 USER_AGENT = "opa-subscriptions history import"
 _NEXTCLOUD = ("/index.php/apps/gpoddersync", "/apps/gpoddersync")
+# The longest server address an import takes.
+MAX_ADDRESS = 2048
+# gpodder.net's page of episode actions (mygpo's MAX_EPISODE_ACTIONS).
+GPODDER_NET_PAGE = 1000
 # The pages of episode actions an import reads (gpodder.net's are 1,000 actions each).
 MAX_PAGES = 10_000
 # The actions at the end of a page that the next one may repeat (a page is 1,000 on gpodder.net).
@@ -57,11 +63,17 @@ def server_address(text: str) -> str:
     value = text.strip()
     if "://" not in value:
         value = f"https://{value}"
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - read to check it: a port that is not a number raises
+    except ValueError:  # an IPv6 address cut short, a port that is not a number
+        raise ImportFailed("enter the server's address, like https://gpodder.net") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ImportFailed("enter the server's address, like https://gpodder.net")
     if parts.query or parts.fragment or parts.username or parts.password:
         raise ImportFailed("enter the server's address alone, without a query or a password")
+    if len(value) > MAX_ADDRESS:
+        raise ImportFailed(f"the server's address is longer than {MAX_ADDRESS} characters")
     return value.rstrip("/")
 
 
@@ -83,10 +95,13 @@ class _Client:
         self,
         method: str,
         path: str,
+        what: str,
         *,
         max_bytes: int = SMALL_ANSWER,
         sink: IO[bytes] | None = None,
     ) -> fetcher.Exchanged:
+        """One request, its redirects followed where they may be; `what` names what is read, in
+        the messages (never the path, which holds the username)."""
         url = self.base + path
         for _hop in range(fetcher.MAX_REDIRECTS + 1):
             try:
@@ -106,18 +121,24 @@ class _Client:
             if answer.location is None:
                 if answer.truncated:
                     raise ImportFailed(
-                        f"the server's answer to {path} is larger than {max_bytes:,} bytes, the "
-                        "most an import reads (IMPORT_MAX_ANSWER_BYTES)"
+                        f"the server's {what} is larger than {max_bytes:,} bytes, the most an "
+                        "import reads (IMPORT_MAX_ANSWER_BYTES)"
                     )
                 return answer
             url = self._redirect(url, answer.location)
-        raise ImportFailed(f"the server redirected {path} more than {fetcher.MAX_REDIRECTS} times")
+        raise ImportFailed(
+            f"the server redirected its {what} more than {fetcher.MAX_REDIRECTS} times"
+        )
 
     def _redirect(self, url: str, location: str) -> str:
         """Where a redirect leads, if it stays on the server's host (http may become https):
         elsewhere, the password would go along."""
-        target = urljoin(url, location.strip())
-        here, there = urlsplit(url), urlsplit(target)
+        try:
+            target = urljoin(url, location.strip())
+            here, there = urlsplit(url), urlsplit(target)
+            (here.port, there.port)  # noqa: B018 - read to check them
+        except ValueError:
+            raise ImportFailed("the server redirected to an address that cannot be read") from None
         same_host = (there.hostname, there.port) == (here.hostname, here.port) or (
             there.hostname == here.hostname
             and here.scheme == "http"
@@ -133,19 +154,19 @@ class _Client:
             raise ImportFailed("the server redirected from https to plain http, which is refused")
         return target
 
-    def json(self, method: str, path: str) -> Any:
+    def json(self, method: str, path: str, what: str) -> Any:
         """A small answer read whole, as JSON; ImportFailed when it is not."""
-        answer = self.request(method, path)
-        _refused_status(answer, path)
+        answer = self.request(method, path, what)
+        _refused_status(answer, what)
         if answer.body.lstrip()[:1] == b"<":
-            raise ImportFailed(f"the server answered {path} with a web page, not the API's JSON")
+            raise ImportFailed(f"the server answered its {what} with a web page, not JSON")
         try:
             return json.loads(answer.body) if answer.body.strip() else None
         except (ValueError, RecursionError):
-            raise ImportFailed(f"the server's answer to {path} is not JSON") from None
+            raise ImportFailed(f"the server's {what} is not JSON") from None
 
 
-def _refused_status(answer: fetcher.Exchanged, path: str) -> None:
+def _refused_status(answer: fetcher.Exchanged, what: str) -> None:
     if answer.status in (401, 403):
         raise ImportFailed(
             "the server refused this username and password (HTTP "
@@ -155,7 +176,7 @@ def _refused_status(answer: fetcher.Exchanged, path: str) -> None:
     if answer.status == 429:
         raise ImportFailed("the server says too many requests (HTTP 429): try again later")
     if answer.status != 200:
-        raise ImportFailed(f"the server answered HTTP {answer.status} to {path}")
+        raise ImportFailed(f"the server answered HTTP {answer.status} for its {what}")
 
 
 def _failure(exc: fetcher.FetchError, host: str) -> str:
@@ -189,13 +210,13 @@ def server_source(
     with contextlib.ExitStack() as files:
         user = quote(account.username, safe="")
         if account.protocol in ("auto", "gpodder"):
-            login = client.request("POST", f"/api/2/auth/{user}/login.json")
+            login = client.request("POST", f"/api/2/auth/{user}/login.json", "login")
             if login.status != 404 or account.protocol == "gpodder":
-                _refused_status(login, "the gpodder API's login")
+                _refused_status(login, "gpodder API login")
                 yield _gpodder(client, user, files)
                 return
         for root in _NEXTCLOUD:
-            first = client.request("GET", f"{root}/subscriptions?since=0")
+            first = client.request("GET", f"{root}/subscriptions?since=0", "subscriptions")
             if first.status != 404:
                 yield _nextcloud(client, root, files)
                 return
@@ -207,7 +228,7 @@ def server_source(
 
 
 def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
-    found = client.json("GET", f"/api/2/devices/{user}.json")
+    found = client.json("GET", f"/api/2/devices/{user}.json", "device list")
     if not isinstance(found, list):
         raise ImportFailed("the server's device list is not a list")
     listed = [item for item in found if isinstance(item, dict) and isinstance(item.get("id"), str)]
@@ -224,7 +245,9 @@ def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
     for number, item in enumerate(listed[:kept], 1):
         client.reading(f"device {number} of {min(len(listed), kept)}: {item['id'][:64]}")
         device = quote(item["id"], safe="")
-        changes = client.json("GET", f"/api/2/subscriptions/{user}/{device}.json?since=0")
+        changes = client.json(
+            "GET", f"/api/2/subscriptions/{user}/{device}.json?since=0", "device's subscriptions"
+        )
         devices.append(
             SourceDevice(
                 id=item["id"],
@@ -234,6 +257,8 @@ def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
             )
         )
     pages = _pages(client, f"/api/2/episodes/{user}.json?since={{}}", files)
+    if pages[-1].refused:
+        refused += pages[-1].refused
     return Source(
         kind=f"the gpodder API at {client.origin.hostname}",
         devices=devices,
@@ -261,17 +286,25 @@ def _without_overlap(pages: list[Source]) -> Iterator[Any]:
 
 def _nextcloud(client: _Client, root: str, files: contextlib.ExitStack) -> Source:
     client.reading("subscriptions")
-    changes = client.json("GET", f"{root}/subscriptions?since=0")
+    changes = client.json("GET", f"{root}/subscriptions?since=0", "subscriptions")
     client.reading("episode actions")
-    page = _actions(client, f"{root}/episode_action?since=0", files)
+    page, _ = _actions(client, f"{root}/episode_action?since=0", files)
     # Nextcloud's app knows no devices: what it holds comes in as the device this service's
     # Nextcloud paths give the account's own password (docs/nextcloud.md).
     return Source(
         kind=f"the Nextcloud gPodder Sync app at {client.origin.hostname}",
         devices=[SourceDevice(id="nextcloud", feeds=_added(changes))],
-        actions=page.actions,
+        actions=lambda: map(_nextcloud_action, page.actions()),
         action_count=page.action_count,
     )
+
+
+def _nextcloud_action(item: Any) -> Any:
+    """An action as Nextcloud's app answers it, as an upload would send it: the app keeps a
+    missing `started`, `position` or `total` as -1."""
+    if isinstance(item, dict):
+        return {k: None if k in PLAY_FIELDS and v == -1 else v for k, v in item.items()}
+    return item
 
 
 def _added(changes: Any) -> list[str]:
@@ -291,29 +324,46 @@ def _pages(client: _Client, path: str, files: contextlib.ExitStack) -> list[Sour
     """Every page of a gpodder episode-actions answer. gpodder.net answers at most 1,000 actions
     at a time, the earliest first, with the timestamp of the last as its `timestamp`: the next
     page is asked from there (the last actions come again, and are stored once), until an
-    answer brings none or its timestamp does not move."""
+    answer brings none or its timestamp does not move. A full page whose timestamp does not
+    move holds more actions of one second than a page does: those past it cannot be asked for,
+    and the last page says so (its `refused`). The pages' bytes together are bounded by
+    IMPORT_MAX_ANSWER_BYTES."""
     pages: list[Source] = []
-    since, total = 0, 0
+    since, total, size = 0, 0, 0
     while len(pages) < MAX_PAGES:
         client.reading(f"episode actions: {total:,} so far")
-        page = _actions(client, path.format(since), files, already=total)
+        page, read = _actions(client, path.format(since), files, already=(total, size))
         pages.append(page)
-        total += page.action_count
+        total, size = total + page.action_count, size + read
         if not page.action_count or page.timestamp is None or page.timestamp <= since:
+            if since and page.action_count >= GPODDER_NET_PAGE:
+                page.refused.append(
+                    (
+                        "episode actions",
+                        f"more than {page.action_count:,} share one second on that server, "
+                        "and its API answers no more of them",
+                    )
+                )
             return pages
         since = page.timestamp
     raise ImportFailed(f"the server's episode actions came in more than {MAX_PAGES:,} pages")
 
 
-def _actions(client: _Client, path: str, files: contextlib.ExitStack, already: int = 0) -> Source:
-    """An episode-actions answer, written to a temporary file and read from there as a stream
-    (`already`: the actions of the pages before, counted against IMPORT_MAX_ACTIONS)."""
+def _actions(
+    client: _Client, path: str, files: contextlib.ExitStack, already: tuple[int, int] = (0, 0)
+) -> tuple[Source, int]:
+    """An episode-actions answer, written to a temporary file and read from there as a stream,
+    and its size (`already`: the actions and bytes of the pages before, counted against
+    IMPORT_MAX_ACTIONS and IMPORT_MAX_ANSWER_BYTES)."""
+    actions, size = already
     # Closed with the import (its ExitStack), once its actions are read.
     sink = files.enter_context(tempfile.TemporaryFile(prefix="import-"))  # noqa: SIM115
-    answer = client.request("GET", path, max_bytes=settings.IMPORT_MAX_ANSWER_BYTES, sink=sink)
-    _refused_status(answer, path)
+    left = settings.IMPORT_MAX_ANSWER_BYTES - size
+    answer = client.request("GET", path, "episode actions", max_bytes=left, sink=sink)
+    _refused_status(answer, "episode actions")
+    read = sink.seek(0, io.SEEK_END)
     try:
-        return json_source(sink, max_actions=settings.IMPORT_MAX_ACTIONS - already)
+        return json_source(sink, max_actions=settings.IMPORT_MAX_ACTIONS - actions), read
     except InvalidInput as exc:
         detail = exc.message.removeprefix(f"{InvalidInput.default_message}: ")
         raise ImportFailed(f"the server's episode actions: {detail}") from None

@@ -90,7 +90,7 @@ def history_import(*, user: Any, source: Source, progress: Progress | None = Non
         summary.refuse(what, reason)
     told = progress or (lambda summary: None)
     podcasts = _Podcasts(user, summary)
-    podcasts.subscribe(source.feeds)
+    podcasts.subscribe(source.feeds, guids=source.guids)
     told(summary)
     refused_devices: dict[str, str] = {}
     for device in source.devices:
@@ -137,7 +137,11 @@ class _Podcasts:
         self.user, self.summary = user, summary
         self.seen: set[str] = set()
 
-    def subscribe(self, urls: list[str], device: Any = None) -> None:
+    def subscribe(
+        self, urls: list[str], device: Any = None, guids: dict[str, str] | None = None
+    ) -> None:
+        """Subscribe to `urls`: as the device's upload, or (no device) as /v1/'s add, each with
+        its guid in `guids`, when it had one (an export's)."""
         used = self._usable(urls, device)
         size = settings.MAX_OPML_ENTRIES if device is not None else settings.MAX_ADD_ENTRIES
         sent = list(used)
@@ -147,9 +151,8 @@ class _Podcasts:
             if device is not None:
                 gpodder.subscription_upload(user=self.user, device=device, add=batch, remove=[])
             elif new:
-                result = subscription_add_many(
-                    user=self.user, entries=[AddEntry(feed_url=url) for url in new]
-                )
+                entries = [AddEntry(feed_url=url, guid=(guids or {}).get(url)) for url in new]
+                result = subscription_add_many(user=self.user, entries=entries)
                 for failure in result.failure:
                     self._refused(failure.feed_url, failure.message)
 
@@ -297,6 +300,8 @@ def import_check_allowed(*, user: Any) -> None:
     under_way.filter(Q(updated__lt=since) | Q(updated__isnull=True, created__lt=since)).update(
         state=Import.State.FAILED, error=STALLED, finished=clock.now()
     )
+    # The file of one that ended without its run (stopped, or its message lost) goes too.
+    ImportChunk.objects.filter(upload__user=user, upload__state=Import.State.FAILED).delete()
     if under_way.exists():
         raise InvalidInput(UNDER_WAY)
     limit = settings.IMPORT_MAX_PER_DAY
@@ -357,7 +362,11 @@ def _dispatch(import_id: int, secret: str | None) -> None:
         return
     from imports.tasks import run_import
 
-    run_import.delay(import_id, secret)
+    try:
+        run_import.delay(import_id, secret)
+    except Exception:  # whatever the broker's client raised: the import is told, not a 500
+        logger.warning("Could not send import %s to a worker", import_id, exc_info=True)
+        _ended(import_id, "the task queue could not be reached: start the import again shortly")
 
 
 def _in_thread(import_id: int, secret: str | None) -> None:
@@ -374,7 +383,9 @@ def import_run(*, import_id: int, secret: str | None) -> None:
     started = Import.objects.filter(pk=import_id, state=Import.State.QUEUED).update(
         state=Import.State.RUNNING, started=now, updated=now
     )
-    if not started:
+    if not started:  # run already (a message delivered twice), or ended as stopped meanwhile
+        ended = [Import.State.DONE, Import.State.FAILED]
+        ImportChunk.objects.filter(upload_id=import_id, upload__state__in=ended).delete()
         return
     upload = Import.objects.select_related("user").get(pk=import_id)
     try:
@@ -472,10 +483,15 @@ class _Told:
 
 
 def _failed(upload: Import, reason: str) -> None:
+    _ended(upload.pk, reason)
+
+
+def _ended(import_id: int, reason: str) -> None:
     now = clock.now()
-    Import.objects.filter(pk=upload.pk).update(
+    Import.objects.filter(pk=import_id).update(
         state=Import.State.FAILED, error=reason, finished=now, updated=now
     )
+    ImportChunk.objects.filter(upload_id=import_id).delete()
 
 
 def import_stalled(upload: Import) -> bool:

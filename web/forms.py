@@ -143,7 +143,8 @@ class ServerImportForm(forms.Form):
         max_length=1024,
         strip=False,
         help_text="Used for this import only: never stored, never shown again.",
-        widget=forms.PasswordInput(attrs={"autocomplete": "off"}),
+        # Not this site's own password, which a browser would fill in for "current-password".
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
     protocol = forms.ChoiceField(
         label="Its API",

@@ -126,6 +126,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "api.middleware.AuthenticationMiddleware",
     "accounts.sessions.SessionSurfaceMiddleware",
+    # The history file's larger body only from a person signed in, before CSRF parses it.
+    "api.middleware.SignedInUploadMiddleware",
     "api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "api.middleware.CSPMiddleware",

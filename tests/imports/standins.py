@@ -122,6 +122,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(4)
         self._mygpo()
 
+    def _devices_500(self) -> None:
+        """A server that fails on the device list (an error page naming nothing of ours)."""
+        if "/api/2/devices/" in self.path:
+            self._send(500, b"Internal Server Error", "text/plain")
+        else:
+            self._mygpo()
+
+    def _nextcloud(self) -> None:
+        """The Nextcloud gPodder Sync app (nextcloud-gpodder), reached at /index.php/apps/...:
+        no gpodder API (404 on its login), and a play's missing fields kept as -1."""
+        if not self._authorized():
+            return
+        path = urlsplit(self.path).path
+        if path == "/index.php/apps/gpoddersync/subscriptions":
+            body = {"add": ["https://feeds.example.com/show.xml"], "remove": [], "timestamp": 5}
+            self._send(200, json.dumps(body).encode())
+        elif path == "/index.php/apps/gpoddersync/episode_action":
+            actions = [
+                {"podcast": "https://feeds.example.com/show.xml", "guid": "g1",
+                 "episode": "https://cdn.example.com/1.mp3", "action": "DOWNLOAD",
+                 "timestamp": "2020-02-02T02:02:02", "started": -1, "position": -1, "total": -1},
+                {"podcast": "https://feeds.example.com/show.xml", "guid": "g2",
+                 "episode": "https://cdn.example.com/2.mp3", "action": "PLAY",
+                 "timestamp": "2020-02-02T03:03:03", "started": 0, "position": 90, "total": -1},
+            ]  # fmt: skip
+            self._send(200, json.dumps({"actions": actions, "timestamp": 5}).encode())
+        else:
+            self._send(404, b"<html>Page not found</html>", "text/html")
+
     def _unauthorized(self) -> None:
         self._send(401, b"", "text/plain", WWW_Authenticate='Basic realm=""')
 

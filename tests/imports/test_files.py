@@ -206,6 +206,23 @@ def test_a_broken_file_changes_nothing_even_after_good_actions(alice: Any) -> No
 def test_more_actions_than_the_limit_is_refused_whole(alice: Any) -> None:
     with pytest.raises(InvalidInput, match="holds 3 episode actions; an import takes at most 2"):
         source([action(1), action(2), action(3)], max_actions=2)
+    # Whatever the items are: each would be read, and refused, one by one.
+    with pytest.raises(InvalidInput, match="holds 3 episode actions"):
+        source({"actions": [1, "two", [3]]}, max_actions=2)
+
+
+def test_an_opml_file_is_bounded_as_the_opml_import_is(alice: Any, settings: Any) -> None:
+    settings.MAX_OPML_ENTRIES = 2
+    outlines = "".join(
+        f'<outline type="rss" xmlUrl="https://f.example/{n}.xml"/>' for n in range(3)
+    )
+    document = f'<opml version="2.0"><body>{outlines}</body></opml>'.encode()
+    with pytest.raises(InvalidInput, match=r"holds 3 subscriptions.*\(MAX_OPML_ENTRIES\)"):
+        source(document)
+    settings.MAX_BODY_BYTES = 100
+    with pytest.raises(InvalidInput, match=r"larger than 100 bytes.*\(MAX_BODY_BYTES\)"):
+        source(document)
+    assert not Subscription.objects.exists()
 
 
 def test_the_actions_are_read_as_a_stream_not_held(alice: Any) -> None:
@@ -271,6 +288,11 @@ def test_the_export_comes_back_into_another_account_as_it_left(alice: Any, bob: 
     pulled = subscription_pull(user=bob, device_id="phone", since=0)
     assert "http://Feeds.Example.com/show.xml/" in pulled.add
     assert [row[1:] for row in stored(bob)] == [row[1:] for row in stored(alice)]
+    # Each podcast keeps its guid: an Open Podcast API app sees the same podcast.
+    guids = {
+        s.feed_url: s.guid for s in Subscription.objects.filter(user=alice, is_subscribed=True)
+    }
+    assert {s.feed_url: s.guid for s in Subscription.objects.filter(user=bob)} == guids
     # And once more: nothing new.
     again = imported(bob, export_of(alice))
     assert (again.podcasts_added, again.actions_imported) == (0, 0)

@@ -242,3 +242,39 @@ def test_the_database_keeps_one_import_under_way_a_person(person: Any) -> None:
     Import.objects.create(user=person, source="file", origin="a", created=clock.now())
     with pytest.raises(IntegrityError), transaction.atomic():
         Import.objects.create(user=person, source="file", origin="b", created=clock.now())
+
+
+def test_a_large_body_is_taken_from_a_person_signed_in_alone(
+    page: Client, settings: Any, started: Any
+) -> None:
+    """Past MAX_PAGE_BODY_BYTES, only a signed-in person's file reaches the form: Django would
+    write anyone else's to disk to check its CSRF token."""
+    settings.MAX_PAGE_BODY_BYTES = 10_000
+    body = {"file": history(*range(200))}
+    assert len(body["file"].read()) > 10_000
+    body["file"].seek(0)
+    anonymous = Client().post("/data/import-history/", body)
+    assert anonymous.status_code == 413
+    assert "MAX_PAGE_BODY_BYTES" in anonymous.content.decode()
+    assert not Import.objects.exists()
+    body["file"].seek(0)
+    response = started(page, "/data/import-history/", body)
+    assert response.status_code == 302
+    assert Import.objects.get().actions_imported == 200
+
+
+def test_a_broker_that_cannot_be_reached_ends_the_import_in_words(
+    page: Client, settings: Any, started: Any, monkeypatch: Any
+) -> None:
+    from imports import tasks
+
+    def unreachable(*args: Any) -> None:
+        raise ConnectionError("Error 111 connecting to redis:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.run_import, "delay", unreachable)
+    response = started(page, "/data/import-history/", {"file": history(1)})
+    assert response.status_code == 302
+    upload = Import.objects.get()
+    assert upload.state == "failed"
+    assert "the task queue could not be reached" in upload.error
+    assert not ImportChunk.objects.exists()

@@ -106,7 +106,7 @@ def test_a_private_address_is_refused_unless_allowed(alice: Any) -> None:
     ("behaviour", "message"),
     [
         ("unauthorized", "refused this username and password \\(HTTP 401\\)"),
-        ("html", "a web page, not the API's JSON"),
+        ("html", "with a web page, not JSON"),
         ("wrong_shape", "device list is not a list"),
         ("redirect_private", "sent the import to another address \\(http://10.1.2.3/"),
         ("huge", "larger than 10,485,760 bytes"),
@@ -146,6 +146,9 @@ def test_a_wrong_password_is_refused(alice: Any) -> None:
         ("https://example.com/?q=1", "without a query"),
         ("https://user:pw@example.com", "without a query or a password"),
         ("file:///etc/passwd", "like https://gpodder.net"),
+        ("https://[::1", "like https://gpodder.net"),
+        ("https://example.com:port", "like https://gpodder.net"),
+        ("https://example.com/" + "a" * 2040, "longer than 2048 characters"),
     ],
 )
 def test_a_bad_address_is_refused_before_any_request(
@@ -209,3 +212,45 @@ def test_a_certificate_that_does_not_check_out_is_refused(alice: Any) -> None:
         import_from(alice, server.url)
     assert server.url.startswith("https://")
     nothing_stored(alice)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_failure_names_what_was_read_never_the_username(alice: Any) -> None:
+    with (
+        standin("devices_500") as server,
+        pytest.raises(ImportFailed, match="HTTP 500 for its device list") as failed,
+    ):
+        import_from(alice, server.url)
+    assert USER not in str(failed.value)
+    nothing_stored(alice)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_a_nextcloud_server_is_found_and_its_minus_ones_are_no_values(alice: Any) -> None:
+    with standin("nextcloud") as server:
+        summary = import_from(alice, server.url)
+    assert summary.refused == 0, summary.refusals
+    assert summary.actions_imported == 2
+    download = EpisodeAction.objects.get(episode="https://cdn.example.com/1.mp3")
+    assert (download.action, download.started, download.position) == ("download", None, None)
+    play = EpisodeAction.objects.get(episode="https://cdn.example.com/2.mp3")
+    assert (play.position, play.total) == (90, None)
+    assert list(Device.objects.filter(user=alice).values_list("device_id", flat=True)) == [
+        "nextcloud"
+    ]
+
+
+@pytest.mark.usefixtures("loopback")
+def test_actions_of_one_second_past_a_page_are_told(alice: Any, monkeypatch: Any) -> None:
+    """mygpo pages by the actions' own time: more of one second than a page holds cannot all be
+    asked for. Those that can are imported, and the rest told."""
+    from imports import remote
+    from tests.imports import standins
+
+    monkeypatch.setattr(remote, "GPODDER_NET_PAGE", standins.PAGE)
+    with standin("mygpo") as server:
+        for action in server.mygpo.actions:
+            action["timestamp"] = "2012-05-01T08:30:15"
+        summary = import_from(alice, server.url)
+    assert summary.actions_imported == standins.PAGE
+    assert any("share one second" in r.reason for r in summary.refusals)

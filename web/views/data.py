@@ -5,6 +5,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
 
 from core import clock
@@ -61,6 +62,7 @@ def history_file_import(request: HttpRequest) -> HttpResponse:
     return _data_page(request, 400, file_form=form)
 
 
+@sensitive_post_parameters("password")
 @require_POST
 @person_required
 def server_import(request: HttpRequest) -> HttpResponse:
