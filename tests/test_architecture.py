@@ -113,10 +113,11 @@ def test_every_named_v1_route_is_reached_by_its_own_path():
 
 # --- The e2e marker ---------------------------------------------------------------------------
 # What a test module names when it starts a real server or drives a browser: the helpers of
-# tests/servers.py that start PostgreSQL, PgBouncer, Redis or gunicorn, a process started by hand,
-# `manage.py serve`, Selenium (tests/e2e/browser.py); and the fixtures that start one.
+# tests/servers.py that start PostgreSQL, PgBouncer, Redis, runserver or gunicorn, a process
+# started by hand, `manage.py serve`, Selenium (tests/e2e/browser.py); and the fixtures that
+# start one.
 STARTS_A_SERVER = re.compile(
-    r"\b(?:servers\.(?:redis|pgbouncer|postgres)|gunicorn_service|Popen)\("
+    r"\b(?:servers\.(?:redis|pgbouncer|postgres|runserver)|gunicorn_service|Popen)\("
     r"|\"serve\"|\bselenium\b|\btests\.e2e\.browser\b"
 )
 SERVER_FIXTURES = {"live_server", "redis_server", "broker", "worker_factory"}
