@@ -117,8 +117,8 @@ class HistoryFileForm(forms.Form):
     file = forms.FileField(
         label="History file",
         help_text=(
-            "A gpodder.net episode-actions file, this server's own export (everything.json), "
-            "or an OPML file."
+            "A gpodder.net episode-actions file, this server's own export "
+            "(podcast-sync-data.json), or an OPML file."
         ),
     )
 
