@@ -92,10 +92,7 @@ class BodySizeLimitMiddleware(ApiMiddleware):
     """
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
+        length = _content_length(request)
         api = request.path_info.startswith(self.prefixes)
         limit = settings.MAX_BODY_BYTES if api else settings.MAX_PAGE_BODY_BYTES
         if request.path_info == IMPORT_FILE_PATH:  # a history of years (docs/imports.md)
@@ -129,10 +126,7 @@ class SignedInUploadMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path_info == IMPORT_FILE_PATH:
-            try:
-                length = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                length = 0
+            length = _content_length(request)
             limit = settings.MAX_PAGE_BODY_BYTES
             if length > limit and not request.user.is_authenticated:
                 _discard_body(request, length)
@@ -143,6 +137,14 @@ class SignedInUploadMiddleware:
                     content_type="text/plain; charset=utf-8",
                 )
         return self.get_response(request)
+
+
+def _content_length(request: HttpRequest) -> int:
+    """The body's declared length (0 when none, or not a number)."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 def _discard_body(request: HttpRequest, length: int) -> None:

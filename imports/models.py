@@ -2,8 +2,15 @@
 file it reads, kept in the database until the import has read it, so that a worker on any host
 can."""
 
+from datetime import datetime, timedelta
+
 from django.conf import settings
 from django.db import models
+
+from core import clock
+
+# An import under way that has told nothing for IMPORT_TIMEOUT and this long has stopped.
+STALLED_AFTER = timedelta(minutes=2)
 
 
 class Import(models.Model):
@@ -58,9 +65,26 @@ class Import(models.Model):
     def __str__(self) -> str:
         return f"{self.user_id}: {self.origin} ({self.state})"
 
+    UNDER_WAY = (State.QUEUED, State.RUNNING)
+    STALLED = (
+        "the import stopped midway (its worker ended): start it again, it adds what is missing"
+    )
+
     @property
     def running(self) -> bool:
-        return self.state in (self.State.QUEUED, self.State.RUNNING)
+        return self.state in self.UNDER_WAY
+
+    @staticmethod
+    def stalled_before(now: datetime) -> datetime:
+        """An import under way that last told its progress before this has stopped: no run
+        reads a server for longer than IMPORT_TIMEOUT without a word."""
+        return now - timedelta(seconds=settings.IMPORT_TIMEOUT) - STALLED_AFTER
+
+    @property
+    def stalled(self) -> bool:
+        """Whether it is under way in name only (its worker gone)."""
+        last = self.updated or self.created
+        return self.running and last < self.stalled_before(clock.now())
 
 
 class ImportChunk(models.Model):

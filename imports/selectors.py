@@ -4,7 +4,6 @@ from typing import Any
 
 from core.exceptions import NotFound
 from imports.models import Import
-from imports.services import STALLED, import_stalled
 
 # The imports "Your data" lists.
 SHOWN = 5
@@ -27,7 +26,7 @@ def import_of(*, user: Any, import_id: int) -> Import:
 
 def _marked(found: Import) -> Import:
     """An import whose worker is gone shows as stopped, not as running for ever."""
-    if import_stalled(found):
+    if found.stalled:
         found.state = Import.State.FAILED
-        found.error = STALLED
+        found.error = Import.STALLED
     return found

@@ -46,8 +46,6 @@ logger = logging.getLogger(__name__)
 BATCH = 1000
 # An import file is kept a megabyte a row until it is read.
 CHUNK_BYTES = 1024 * 1024
-# A running import that has told nothing for IMPORT_TIMEOUT and this long has stopped.
-STALLED_AFTER = 120
 # The refusals a summary lists; it counts them all.
 REFUSALS_KEPT = 100
 
@@ -288,24 +286,22 @@ def _action_named(action: Any) -> str:
 UNDER_WAY = "an import of yours is under way: wait for it to end"
 
 
-STALLED = "the import stopped midway (its worker ended): start it again, it adds what is missing"
-
-
 def import_check_allowed(*, user: Any) -> None:
     """Refuse to start an import while one of the user's runs, or past IMPORT_MAX_PER_DAY. One
     whose worker ended without a word is ended first: it runs no more."""
+    now = clock.now()
     mine = Import.objects.filter(user=user)
-    under_way = mine.filter(state__in=[Import.State.QUEUED, Import.State.RUNNING])
-    since = clock.now() - timedelta(seconds=settings.IMPORT_TIMEOUT + STALLED_AFTER)
-    under_way.filter(Q(updated__lt=since) | Q(updated__isnull=True, created__lt=since)).update(
-        state=Import.State.FAILED, error=STALLED, finished=clock.now()
+    under_way = mine.filter(state__in=Import.UNDER_WAY)
+    before = Import.stalled_before(now)
+    under_way.filter(Q(updated__lt=before) | Q(updated__isnull=True, created__lt=before)).update(
+        state=Import.State.FAILED, error=Import.STALLED, finished=now
     )
     # The file of one that ended without its run (stopped, or its message lost) goes too.
     ImportChunk.objects.filter(upload__user=user, upload__state=Import.State.FAILED).delete()
     if under_way.exists():
         raise InvalidInput(UNDER_WAY)
     limit = settings.IMPORT_MAX_PER_DAY
-    if mine.filter(created__gte=clock.now() - timedelta(days=1)).count() >= limit:
+    if mine.filter(created__gte=now - timedelta(days=1)).count() >= limit:
         raise InvalidInput(
             f"you started {limit} imports in the last 24 hours, the most there may be "
             "(IMPORT_MAX_PER_DAY): try again tomorrow"
@@ -395,18 +391,20 @@ def import_run(*, import_id: int, secret: str | None) -> None:
                 raise ImportFailed("the import waited too long for a worker: start it again")
             username, password, protocol = json.loads(credentials)
             account = Account(upload.origin, username, password, protocol)
-            with server_source(account, reading=_Reading(upload)) as source:
-                _imported(upload, source)
+            progress = _Progress(upload)
+            with server_source(account, reading=progress.reading) as source:
+                _imported(upload, source, progress)
         else:
             with _file_of(upload) as file:
-                _imported(upload, file_source(file, max_actions=settings.IMPORT_MAX_ACTIONS))
+                found = file_source(file, max_actions=settings.IMPORT_MAX_ACTIONS)
+                _imported(upload, found, _Progress(upload))
     except (ImportFailed, InvalidInput) as exc:
-        _failed(upload, _reason(exc))
+        _ended(upload.pk, _reason(exc))
     except NotAuthorized:
-        _failed(upload, "the account was deactivated or deleted meanwhile")
+        _ended(upload.pk, "the account was deactivated or deleted meanwhile")
     except Exception:
         logger.exception("Import %s stopped on an error", import_id)
-        _failed(upload, "the import stopped on an error of this server; start it again")
+        _ended(upload.pk, "the import stopped on an error of this server; start it again")
     finally:
         ImportChunk.objects.filter(upload_id=import_id).delete()
 
@@ -426,43 +424,32 @@ def _file_of(upload: Import) -> Iterator[IO[bytes]]:
         yield file
 
 
-def _imported(upload: Import, source: Source) -> None:
-    upload.described = source.kind[:300]
-    upload.action_count = source.action_count
-    upload.save(update_fields=["described", "action_count"])
-    told = _Told(upload)
-    summary = history_import(user=upload.user, source=source, progress=told)
-    told.write(summary, state=Import.State.DONE)
-
-
-class _Reading:
-    """Tells the import's page what of the server is being read, at most once a second."""
+class _Progress:
+    """Tells the import's page how far it is, at most once a second: what of the server is
+    being read (`reading`), then what was written (a call with the summary so far); and the
+    summary at the end (`write`)."""
 
     def __init__(self, upload: Import) -> None:
         self.upload = upload
         self.last = 0.0
 
-    def __call__(self, text: str) -> None:
-        if time.monotonic() - self.last >= 1.0:
-            self.last = time.monotonic()
+    def _due(self) -> bool:
+        if time.monotonic() - self.last < 1.0:
+            return False
+        self.last = time.monotonic()
+        return True
+
+    def reading(self, text: str) -> None:
+        if self._due():
             Import.objects.filter(pk=self.upload.pk).update(
                 described=f"{self.upload.origin}: {text}"[:300], updated=clock.now()
             )
 
-
-class _Told:
-    """Writes an import's progress at most once a second, and its summary at the end."""
-
-    def __init__(self, upload: Import) -> None:
-        self.upload = upload
-        self.last = 0.0
-
     def __call__(self, summary: Summary) -> None:
-        if time.monotonic() - self.last >= 1.0:
+        if self._due():
             self.write(summary)
 
     def write(self, summary: Summary, state: str | None = None) -> None:
-        self.last = time.monotonic()
         now = clock.now()
         fields = {
             "actions_read": summary.actions_read,
@@ -482,8 +469,12 @@ class _Told:
         Import.objects.filter(pk=self.upload.pk).update(**fields)
 
 
-def _failed(upload: Import, reason: str) -> None:
-    _ended(upload.pk, reason)
+def _imported(upload: Import, source: Source, progress: _Progress) -> None:
+    upload.described = source.kind[:300]
+    upload.action_count = source.action_count
+    upload.save(update_fields=["described", "action_count"])
+    summary = history_import(user=upload.user, source=source, progress=progress)
+    progress.write(summary, state=Import.State.DONE)
 
 
 def _ended(import_id: int, reason: str) -> None:
@@ -492,11 +483,3 @@ def _ended(import_id: int, reason: str) -> None:
         state=Import.State.FAILED, error=reason, finished=now, updated=now
     )
     ImportChunk.objects.filter(upload_id=import_id).delete()
-
-
-def import_stalled(upload: Import) -> bool:
-    """Whether a running import has stopped telling its progress (its worker gone)."""
-    if not upload.running:
-        return False
-    last = upload.updated or upload.created
-    return last < clock.now() - timedelta(seconds=settings.IMPORT_TIMEOUT + STALLED_AFTER)

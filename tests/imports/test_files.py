@@ -226,11 +226,16 @@ def test_an_opml_file_is_bounded_as_the_opml_import_is(alice: Any, settings: Any
 
 
 def test_the_actions_are_read_as_a_stream_not_held(alice: Any) -> None:
-    """The source reads its actions afresh from the file each time, one at a time."""
-    found = source({"actions": [action(n) for n in range(3)], "timestamp": 1})
-    stream = found.actions()
-    assert next(stream)["episode"].endswith("/0.mp3")
+    """The source reads its actions afresh from the file each time, one at a time: a change to
+    the file after it was checked shows in the next read, which a copy held would not."""
+    body = json.dumps({"actions": [action(n) for n in range(3)], "timestamp": 1}).encode()
+    file = io.BytesIO(body)
+    found = file_source(file, max_actions=10)
     assert found.action_count == 3
+    assert next(found.actions())["episode"].endswith("/0.mp3")
+    file.seek(0)
+    file.write(body.replace(b"/show/0.mp3", b"/show/9.mp3"))
+    assert next(found.actions())["episode"].endswith("/9.mp3")
 
 
 # --- OPML ------------------------------------------------------------------------------------
