@@ -60,7 +60,8 @@ class Refusal:
 class Summary:
     """What an import did, for its page and the command's last lines."""
 
-    devices: int = 0
+    # The devices the import wrote to: the source's own, and those its actions name.
+    device_ids: set[str] = field(default_factory=set)
     podcasts_added: int = 0
     podcasts_merged: int = 0  # reached a subscription held under another spelling or URL
     podcasts_already: int = 0
@@ -69,6 +70,10 @@ class Summary:
     actions_already: int = 0
     refusals: list[Refusal] = field(default_factory=list)
     refused: int = 0
+
+    @property
+    def devices(self) -> int:
+        return len(self.device_ids)
 
     def refuse(self, what: str, reason: str) -> None:
         self.refused += 1
@@ -122,7 +127,7 @@ def _device(user: Any, device: SourceDevice, summary: Summary) -> tuple[Any, str
         reason = _reason(exc)
         summary.refuse(f"device {device.id[:64]!r}", reason)
         return None, reason
-    summary.devices += 1
+    summary.device_ids.add(made.device_id)
     return made, ""
 
 
@@ -264,6 +269,10 @@ def _write(
         return
     for action in upload.left_out:
         summary.refuse(_action_named(action), "its podcast or episode URL cannot be used")
+    left_out = set(map(id, upload.left_out))
+    summary.device_ids.update(
+        a.device for a in parsed if a.device is not None and id(a) not in left_out
+    )
     stored = len(parsed) - len(upload.left_out)
     summary.actions_already += upload.already
     summary.actions_imported += stored - upload.already

@@ -100,8 +100,9 @@ def test_a_gpodder_net_answer_brings_every_action_with_its_own_fields(alice: Any
         "phone",
     )
     assert rows["https://cdn.example.com/show/3.mp3"][4:6] == ("laptop", "ep-3-guid")
-    # The devices the actions name are made, as an upload naming them would.
+    # The devices the actions name are made, as an upload naming them would, and counted.
     assert gpodder_selectors.device_ids(user=alice) == ["laptop", "phone"]
+    assert summary.devices == 2
 
 
 def test_every_device_gets_the_history_at_its_next_sync(app: Any, alice: Any) -> None:
