@@ -103,6 +103,9 @@ class Command(BaseCommand):
                 bar.update(summary.actions_read - bar.n)
 
             summary = history_import(user=user, source=source, progress=told)
+            # Paged answers repeat a few actions, counted ahead: the bar ends full.
+            bar.total = summary.actions_read
+            bar.refresh()
         for refusal in summary.refusals:
             self.stderr.write(f"Refused: {refusal.what}: {refusal.reason}")
         if summary.refused > len(summary.refusals):
