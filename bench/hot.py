@@ -86,7 +86,9 @@ class InProcess:
             answered.append((status, response_headers))
             return io.BytesIO().write
 
-        payload = b"".join(self.handler(environ, start_response))
+        answer = self.handler(environ, start_response)
+        payload = b"".join(answer)
+        answer.close()  # as a WSGI server does once it has sent it: what runs then is timed too
         status, response_headers = answered[0]
         for name, value in response_headers:
             if name.lower() == "set-cookie":

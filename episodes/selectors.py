@@ -1,7 +1,7 @@
 """Reading a user's episode actions as a download answers them (docs/gpodder-api.md, "Episode
 actions: download"): everything since N in one answer, read a chunk at a time."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -105,13 +105,14 @@ def actions_since(
     since: int,
     podcast: str | None = None,
     device: str | None = None,
+    leaving_out: Collection[int] = frozenset(),
 ) -> Iterator[ActionShown]:
     """The user's actions received at or after `since` (whole seconds), oldest first, read CHUNK
     at a time, each chunk one query from where the last ended (the index on user, received and
     id): no cursor kept open between them, so a connection pooler in transaction mode serves it.
 
     `podcast`: only those on that feed, by any URL its subscription has had; `device`: only
-    those of that device.
+    those of that device; `leaving_out`: ids of actions not wanted (episodes.uploaded).
     """
     where, params = "", []
     if podcast is not None:
@@ -133,7 +134,8 @@ def actions_since(
     )
     while True:
         for row in rows:
-            yield ActionShown(*row[:-1])
+            if row[-1] not in leaving_out:
+                yield ActionShown(*row[:-1])
         if len(rows) < CHUNK:
             return
         last = rows[-1]
