@@ -12,6 +12,8 @@ again, as before.
 """
 
 from collections.abc import Iterable
+from itertools import accumulate
+from operator import sub
 
 # The cookie, on the episode paths alone, signed for the account (episodes.views).
 COOKIE = "episodes_uploaded"
@@ -30,25 +32,17 @@ def parsed(value: str) -> Kept:
     try:
         for group in value.split("_") if value else ():
             second, _, ids = group.partition("-")
-            last, found = 0, []
-            for delta in ids.split("."):
-                last += int(delta)
-                found.append(last)
-            kept[int(second)] = found
+            kept[int(second)] = list(accumulate(map(int, ids.split("."))))
     except ValueError:
         return {}
     return kept
 
 
 def written(kept: Kept) -> str:
-    groups = []
-    for second, ids in sorted(kept.items()):
-        deltas, last = [], 0
-        for id_ in ids:
-            deltas.append(str(id_ - last))
-            last = id_
-        groups.append(f"{second}-{'.'.join(deltas)}")
-    return "_".join(groups)
+    return "_".join(
+        f"{second}-{'.'.join(map(str, map(sub, ids, [0, *ids[:-1]])))}"
+        for second, ids in sorted(kept.items())
+    )
 
 
 def kept_after(
