@@ -1,7 +1,7 @@
 """Reading a user's episode actions as a download answers them (docs/gpodder-api.md, "Episode
 actions: download"): everything since N in one answer, read a chunk at a time."""
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -33,6 +33,7 @@ class ActionShown(NamedTuple):
     total: int | None
     received: datetime
     podcast_key: str
+    id: int
 
 
 _FIELDS = EpisodeAction._meta
@@ -105,14 +106,13 @@ def actions_since(
     since: int,
     podcast: str | None = None,
     device: str | None = None,
-    leaving_out: Collection[int] = frozenset(),
 ) -> Iterator[ActionShown]:
     """The user's actions received at or after `since` (whole seconds), oldest first, read CHUNK
     at a time, each chunk one query from where the last ended (the index on user, received and
     id): no cursor kept open between them, so a connection pooler in transaction mode serves it.
 
     `podcast`: only those on that feed, by any URL its subscription has had; `device`: only
-    those of that device; `leaving_out`: ids of actions not wanted (episodes.uploaded).
+    those of that device.
     """
     where, params = "", []
     if podcast is not None:
@@ -134,8 +134,7 @@ def actions_since(
     )
     while True:
         for row in rows:
-            if row[-1] not in leaving_out:
-                yield ActionShown(*row[:-1])
+            yield ActionShown(*row)
         if len(rows) < CHUNK:
             return
         last = rows[-1]

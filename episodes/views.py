@@ -15,7 +15,7 @@ from api.params import bad_parameter, query_param, since_param
 from api.protocols import AppView
 from episodes import selectors, services, uploaded
 from episodes.actions import actions_parsed
-from episodes.answers import actions_answer
+from episodes.answers import PIECE, actions_answer
 from gpodder import diagnostics
 from gpodder.feedurls import sanitized
 from gpodder.noting import SyncNoting
@@ -51,12 +51,13 @@ class EpisodeActionsView(SyncNoting, AppView):
         timestamp = selectors.read_point(user_id=request.user.pk).timestamp  # type: ignore[arg-type]
         whole = podcast is None and device is None
         kept = _uploaded(request) if whole else {}
+        rows: Iterable[selectors.ActionShown] = selectors.actions_since(
+            user=request.user, since=since, podcast=podcast, device=device
+        )
         # A download from 0 reads everything; an aggregated one picks each episode's latest
         # among all its actions.
-        own = uploaded.ids_of(kept) if since and not aggregated else frozenset()
-        rows: Iterable[selectors.ActionShown] = selectors.actions_since(
-            user=request.user, since=since, podcast=podcast, device=device, leaving_out=own
-        )
+        if since and not aggregated and kept:
+            rows = uploaded.left_out(rows, uploaded.named(kept), limit=PIECE)
         if aggregated:
             rows = selectors.latest_of_each_episode(rows)
         response = actions_answer(rows, timestamp, sent=self._downloaded(request))

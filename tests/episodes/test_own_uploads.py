@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 from django.core import signing
+from django.db import connection
 from rest_framework.test import APIClient
 
 from episodes import uploaded
+from episodes.models import EpisodeAction
 from tests.episodes.test_api import download, other_app, play, upload
 
 COOKIE = uploaded.COOKIE
@@ -104,6 +106,75 @@ def test_an_action_held_already_is_not_named_and_comes_back(app, alice):
     upload(phone, [play(1)])
     upload(app, [play(1), play(2)])
     assert episodes(download(app, since=first["timestamp"])) == ["1.mp3"]
+
+
+def test_ids_set_back_by_a_restore_do_not_hide_another_apps_actions(app, alice, clock):
+    """A restore from a backup sets the ids back, and an app's cookie outlives it (apps keep
+    theirs in memory while they run): a row is left out only when both its id and the second
+    it was received in are the cookie's."""
+    upload(other_app(), [play(100)])
+    backup = EpisodeAction.objects.latest("id").pk
+    first = download(app)
+    mine = upload(app, [play(1), play(2)])
+    clock.advance(minutes=30)
+    _restore_ids_to(backup)
+
+    upload(other_app(), [play(7), play(8)])  # the ids the app's cookie names
+
+    for since in (first["timestamp"], mine["timestamp"], mine["timestamp"] + 1):
+        assert {"7.mp3", "8.mp3"} <= set(episodes(download(app, since=since)))
+
+
+def _restore_ids_to(last: int) -> None:
+    """What restoring a backup taken when `last` was the newest row does to the ids."""
+    EpisodeAction.objects.filter(pk__gt=last).delete()
+    table = EpisodeAction._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), %s)", [last])
+        else:
+            cursor.execute("UPDATE sqlite_sequence SET seq = %s WHERE name = %s", [last, table])
+
+
+def test_the_apps_own_action_comes_with_another_apps_on_the_same_episode(app, alice):
+    """AntennaPod and Kasts settle an episode's position among one download's actions (and
+    their own not yet sent): without its own newer play beside it, a phone's older play uploaded
+    late would set the position back."""
+    first = download(app)
+    upload(app, [play(1, timestamp="2024-05-01T11:00:00", position=2000)])
+    upload(app, [play(2)])
+    upload(other_app(), [play(1, timestamp="2024-05-01T10:00:00", position=100)])
+
+    got = download(app, since=first["timestamp"])["actions"]
+    assert sorted((a["episode"][-5:], a["position"]) for a in got) == [
+        ("1.mp3", 100),
+        ("1.mp3", 2000),
+    ]
+
+
+def test_an_answer_too_long_for_one_body_leaves_nothing_out(app, alice):
+    first = download(app)
+    count = 1000  # episodes.answers.PIECE: written in pieces as it is read
+    answer = upload(app, [play(n) for n in range(count)])
+    assert len(download(app, since=answer["timestamp"])["actions"]) == count
+    assert first["timestamp"] <= answer["timestamp"]
+
+
+def test_the_cookie_stays_small_whatever_the_uploads(app, alice, clock):
+    """An app that uploads one action at a time and seldom downloads (Kasts' quick sync on each
+    change of playback) adds a second to the cookie with each upload; ids far apart (a large
+    instance) take more characters each. The value stays within a cookie's 4,096 bytes."""
+    download(app)
+    for n in range(300):
+        clock.advance(seconds=7)
+        upload(app, [play(n)])
+    assert len(app.cookies[COOKIE].value) < 3100
+
+    far_apart = {1_700_000_000: list(range(10**9, 10**9 + 600 * 10**6, 10**6))}
+    value = uploaded.written(uploaded.kept_after(far_apart, answered=0))
+    assert len(value) <= uploaded.MOST_CHARACTERS
+    kept = uploaded.parsed(value)[1_700_000_000]
+    assert kept == far_apart[1_700_000_000][-len(kept) :]  # the latest
 
 
 def _unsigned(client: APIClient, user: Any) -> str:
