@@ -25,9 +25,8 @@ held by one GIL) with one kept-alive connection, and talks as AntennaPod's gpodd
   start together. (AntennaPod also logs in again, with Basic, at the start of each sync; these
   rounds do not.)
 - Last, once every app is done, each app syncs on until a download brings nothing new; each app
-  must then have pulled every URL any app uploaded and every action any other app uploaded
-  (this run's, told apart by a tag in their URLs; an app has its own, which a server may leave
-  out of its downloads), and a download from 0 must hold as many of this run's actions as were
+  must then have pulled every URL and every action any app uploaded (this run's, told apart by a
+  tag in their URLs), and a download from 0 must hold as many of this run's actions as were
   acknowledged. A server that keeps each device's subscriptions apart (gpodder.net without
   `sync-devices`) shows the other devices' URLs as missing.
 
@@ -468,16 +467,14 @@ def late_phone(url: str, user: str, password: str, count: int = 600, lag: float 
 def check(
     url: str, user: str, password: str, tag: str, done: list[dict[str, Any]], say: Any
 ) -> int:
-    """Each app's pulls against every app's acknowledged uploads (its own actions aside: it has
-    them), and a download from 0 against them all; answers how many were missing in all."""
+    """Each app's pulls against every app's acknowledged uploads, and a download from 0 against
+    them all; answers how many were missing in all."""
     urls = set().union(*(report["uploaded_urls"] for report in done))
     actions = set().union(*(report["uploaded_actions"] for report in done))
     missing = 0
     for n, report in enumerate(done):
         lost_urls = sorted(urls - report["seen_urls"])
-        lost_actions = sorted(
-            actions - report["seen_actions"] - report["uploaded_actions"], key=str
-        )
+        lost_actions = sorted(actions - report["seen_actions"], key=str)
         missing += len(lost_urls) + len(lost_actions)
         if lost_urls or lost_actions:
             say(
@@ -492,8 +489,8 @@ def check(
     missing += len(actions - held)
     status = app.phases["check"].statuses
     say(
-        f"nothing lost? each app's pulls held all {len(urls):,} URLs and all the other apps' "
-        f"of the {len(actions):,} actions uploaded, and a download from 0 all the actions: "
+        f"nothing lost? each app's pulls held all {len(urls):,} URLs and {len(actions):,} "
+        f"actions the apps uploaded, and a download from 0 all the actions: "
         f"{'yes' if not missing else 'NO'}; the download from 0 holds "
         f"{len(held):,} of the {len(actions):,} distinct actions acknowledged"
         + ("" if set(status) == {200} else f" (answers {dict(status)})")

@@ -13,7 +13,6 @@ from episodes.models import ReceivedClock
 _CLOCK = ReceivedClock._meta.db_table
 _SECOND = ReceivedClock._meta.get_field("second")
 _CLOCK_COLUMNS = sql.Columns(_SECOND)
-_STAMPED_COLUMNS = sql.Columns(_SECOND, None)
 
 
 def hold_episode_writes(
@@ -69,9 +68,7 @@ STAMPED = "(SELECT second FROM stamp)"
 WHILE_STAMPED = "EXISTS (SELECT FROM stamp)"
 
 
-def insert_stamped(
-    user_id: int, now: datetime, insert: tuple[str, list[Any]]
-) -> tuple[datetime, list[int]]:
+def insert_stamped(user_id: int, now: datetime, insert: tuple[str, list[Any]]) -> datetime:
     """PostgreSQL: an upload in one statement, which commits on its own when no transaction is
     open: the user's uploads serialised and downloads kept waiting until it commits (an
     advisory lock, which hold_episode_writes shares); the second its actions are stamped with,
@@ -92,9 +89,6 @@ def insert_stamped(
     `now` is advanced by the time the statement took until then (the database's own
     clock, which only measures the wait: no other machine's clock is read), so that waiting for
     a download's lock never leaves it behind the clock that download answered from.
-
-    Returns the stamp and the ids of the rows `insert` added (RETURNING id: not those it left
-    out as held already).
     """
     query, params = insert
     rows = sql.fetch(
@@ -104,13 +98,11 @@ def insert_stamped(
         " SELECT %s, date_trunc('second', %s + (clock_timestamp() - statement_timestamp()))"
         " FROM held ON CONFLICT (user_id)"
         " DO UPDATE SET second = GREATEST(c.second, excluded.second) RETURNING second),"
-        f" added AS ({query} RETURNING id)"
-        " SELECT second, ARRAY(SELECT id FROM added) FROM stamp",
+        f" added AS ({query}) SELECT second FROM stamp",
         [user_id, locks.EPISODE_WRITES, user_id, user_id, sql.param(_SECOND, now), *params],
-        _STAMPED_COLUMNS,
+        _CLOCK_COLUMNS,
         prepare=True,
     )
     if not rows:
         raise NotAuthorized()
-    second, added = rows[0]
-    return second, added
+    return rows[0][0]

@@ -33,7 +33,6 @@ class ActionShown(NamedTuple):
     total: int | None
     received: datetime
     podcast_key: str
-    id: int
 
 
 _FIELDS = EpisodeAction._meta
@@ -134,7 +133,7 @@ def actions_since(
     )
     while True:
         for row in rows:
-            yield ActionShown(*row)
+            yield ActionShown(*row[:-1])
         if len(rows) < CHUNK:
             return
         last = rows[-1]

@@ -37,11 +37,6 @@ class Upload:
     left_out: list[SentAction] = field(default_factory=list)
     # Of the others, how many the service held already (asked for with `counted`).
     already: int = 0
-    # The rows this upload added (not those held already), and the whole second they were
-    # received in (None when it added none): what the app's next download can leave out
-    # (episodes.uploaded).
-    added: list[int] = field(default_factory=list)
-    received: int | None = None
 
 
 class _Sent:
@@ -99,7 +94,6 @@ def actions_upload(
         held = EpisodeAction.objects.filter(user_id=user.pk, identity__in=identities).count()
         already = len(usable) - (len(set(identities)) - held)
     latest: datetime | None
-    added: list[int] = []
     if usable and connection.vendor == "postgresql":
         statement = sql.insert_statement(
             EpisodeAction,
@@ -109,20 +103,18 @@ def actions_upload(
             where=WHILE_STAMPED,
             ignore_conflicts=True,
         )
-        latest, added = insert_stamped(user.pk, clock.now(), statement)
+        latest = insert_stamped(user.pk, clock.now(), statement)
         timestamp = sync_timestamp(latest)
     else:
         with transaction.atomic():
             if usable:
                 latest = stamp_received(user.pk, clock.now())
-                rows = sql.insert(
+                sql.insert(
                     EpisodeAction,
                     {**columns, "received": [latest] * len(usable)},
                     same={"user": user.pk},
-                    returning=("id",),
                     ignore_conflicts=True,
                 )
-                added = [row[0] for row in rows]
             else:  # nothing stored: the answer is a download's
                 latest, _ = hold_episode_writes(user.pk)
             timestamp = sync_timestamp(latest)
@@ -132,12 +124,7 @@ def actions_upload(
         # uploaded in between.
         timestamp = min(timestamp, read_up_to)
     return Upload(
-        timestamp=timestamp,
-        update_urls=sent.update_urls(),
-        left_out=left_out,
-        already=already,
-        added=added,
-        received=int(latest.timestamp()) if added and latest is not None else None,
+        timestamp=timestamp, update_urls=sent.update_urls(), left_out=left_out, already=already
     )
 
 

@@ -13,9 +13,9 @@ from rest_framework.response import Response
 from accounts.basic import BasicThenSessionAuthentication
 from api.params import bad_parameter, query_param, since_param
 from api.protocols import AppView
-from episodes import selectors, services, uploaded
+from episodes import selectors, services
 from episodes.actions import actions_parsed
-from episodes.answers import PIECE, actions_answer
+from episodes.answers import actions_answer
 from gpodder import diagnostics
 from gpodder.feedurls import sanitized
 from gpodder.noting import SyncNoting
@@ -49,25 +49,15 @@ class EpisodeActionsView(SyncNoting, AppView):
         # Everything since `since` in one answer (docs/gpodder-api.md, "Episode actions:
         # download"): apps read one answer per sync.
         timestamp = selectors.read_point(user_id=request.user.pk).timestamp  # type: ignore[arg-type]
-        whole = podcast is None and device is None
-        kept = _uploaded(request) if whole else {}
         rows: Iterable[selectors.ActionShown] = selectors.actions_since(
             user=request.user, since=since, podcast=podcast, device=device
         )
-        # A download from 0 reads everything; an aggregated one picks each episode's latest
-        # among all its actions.
-        if since and not aggregated and kept:
-            rows = uploaded.left_out(rows, uploaded.named(kept), limit=PIECE)
         if aggregated:
             rows = selectors.latest_of_each_episode(rows)
         response = actions_answer(rows, timestamp, sent=self._downloaded(request))
-        if whole:
+        if podcast is None and device is None:
             # Only where the app's whole stream stands: a filtered download is a look aside.
             _remember_read_up_to(response, request.user, timestamp)
-            if kept:
-                _remember_uploaded(
-                    response, request.user, uploaded.kept_after(kept, answered=timestamp)
-                )
         return response
 
     def post(self, request: Request, username: str) -> Response:
@@ -81,14 +71,7 @@ class EpisodeActionsView(SyncNoting, AppView):
             unusable=[sent for sent, used in upload.update_urls if not used],
         )
         self.note(request, notes)
-        response = Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
-        kept = _uploaded(request)
-        if upload.added or kept:
-            kept = uploaded.kept_after(
-                kept, answered=upload.timestamp, second=upload.received, added=upload.added
-            )
-            _remember_uploaded(response, request.user, kept)
-        return response
+        return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
 
     def _downloaded(self, request: Request) -> Callable[[int], None]:
         """A download names no device: it is noted on the one the same app synced last."""
@@ -114,39 +97,19 @@ def _flag(request: Request, name: str) -> bool:
     raise bad_parameter(name, "must be true or false")
 
 
-def _signer(user: Any, cookie: str = READ_UP_TO_COOKIE) -> signing.Signer:
-    salt = "episodes.read_up_to" if cookie == READ_UP_TO_COOKIE else f"episodes.{cookie}"
-    return signing.Signer(salt=f"{salt}.{user.pk}")
+def _signer(user: Any) -> signing.Signer:
+    return signing.Signer(salt=f"episodes.read_up_to.{user.pk}")
 
 
-def _remember(response: HttpResponseBase, user: Any, cookie: str, value: str) -> None:
+def _remember_read_up_to(response: HttpResponseBase, user: Any, timestamp: int) -> None:
     response.set_cookie(
-        cookie,
-        _signer(user, cookie).sign(value),
+        READ_UP_TO_COOKIE,
+        _signer(user).sign(str(timestamp)),
         path=_COOKIE_PATH,
         secure=settings.SESSION_COOKIE_SECURE,
         httponly=True,
         samesite="Lax",
     )
-
-
-def _remember_read_up_to(response: HttpResponseBase, user: Any, timestamp: int) -> None:
-    _remember(response, user, READ_UP_TO_COOKIE, str(timestamp))
-
-
-def _remember_uploaded(response: HttpResponseBase, user: Any, kept: uploaded.Kept) -> None:
-    _remember(response, user, uploaded.COOKIE, uploaded.written(kept))
-
-
-def _uploaded(request: Request) -> uploaded.Kept:
-    """The rows this app uploaded lately (episodes.uploaded), when its cookie came back."""
-    value = request.COOKIES.get(uploaded.COOKIE)
-    if not value:
-        return {}
-    try:
-        return uploaded.parsed(_signer(request.user, uploaded.COOKIE).unsign(value))
-    except signing.BadSignature:
-        return {}
 
 
 def _read_up_to(request: Request) -> int | None:

@@ -46,15 +46,6 @@ def upload(client: APIClient, actions: Any, **headers: Any) -> dict[str, Any]:
     return response.json()
 
 
-def other_app() -> APIClient:
-    """Another app of alice's, with a cookie jar of its own: a download leaves out what the same
-    app uploaded (episodes.uploaded), so the tests of what a download must not miss upload from
-    another app."""
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=basic("alice"))
-    return client
-
-
 def download(client: APIClient, **params: Any) -> dict[str, Any]:
     """One download's answer, whole (a large one is streamed)."""
     response = client.get(EPISODES, params)
@@ -257,7 +248,7 @@ def test_since_counts_from_when_the_service_received_an_action(app, alice, clock
 
     clock.advance(seconds=5)
     yesterday = (clock.now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
-    upload(other_app(), [play(1, timestamp=yesterday, device="phone")])
+    upload(app, [play(1, timestamp=yesterday, device="phone")])
 
     for since in (laptop["timestamp"], laptop["timestamp"] + 1):  # AntennaPod, Kasts
         actions = download(app, since=since)["actions"]
@@ -267,7 +258,7 @@ def test_since_counts_from_when_the_service_received_an_action(app, alice, clock
 def test_since_misses_nothing_received_in_the_second_it_answered(app, alice, clock):
     upload(app, [play(1)])
     first = download(app)
-    upload(other_app(), [play(2)])  # the same second
+    upload(app, [play(2)])  # the same second
 
     for since in (first["timestamp"], first["timestamp"] + 1):
         episodes = [a["episode"] for a in download(app, since=since)["actions"]]
@@ -363,7 +354,7 @@ def test_a_download_answers_everything_since_in_one_answer_and_apps_read_on_with
     # later.
     since = first["timestamp"] + plus
     assert download(app, since=since)["actions"] == []
-    upload(other_app(), [play(1)])
+    upload(app, [play(1)])
     assert [a["episode"] for a in download(app, since=since)["actions"]] == [
         "https://cdn.example.com/1.mp3"
     ]
@@ -391,7 +382,7 @@ def test_the_timestamp_of_a_download_lets_both_kinds_of_app_see_later_uploads(ap
     answer = download(app)
     assert answer["timestamp"] < clock.now.timestamp()
     clock.advance(seconds=0.5)
-    upload(other_app(), [play(2)])
+    upload(app, [play(2)])
     for since in (answer["timestamp"], answer["timestamp"] + 1):
         assert "https://cdn.example.com/2.mp3" in [
             a["episode"] for a in download(app, since=since)["actions"]
@@ -482,7 +473,7 @@ def test_an_upload_of_actions_stored_already_answers_a_timestamp_later_uploads_c
     upload(app, batch)
     # 30 new ones, then the first batch resent (its actions are stored already).
     answer = upload(app, [play(5000 + n) for n in range(30)] + batch)
-    upload(other_app(), [play(9000, device="tablet")])  # another device, in the same second
+    upload(app, [play(9000, device="tablet")])  # another device, in the same second
 
     for since in (answer["timestamp"], answer["timestamp"] + 1):
         episodes = [a["episode"] for a in download(app, since=since)["actions"]]
@@ -504,7 +495,7 @@ def test_deleting_the_newest_actions_does_not_let_later_ones_be_stamped_before_t
     assert deletions.deletion_process(deletion_id=deletion.pk) == "SUCCESS"
     clock.advance(seconds=-3)
 
-    upload(other_app(), [play(9999, feed="https://kept.example.com/f")])
+    upload(app, [play(9999, feed="https://kept.example.com/f")])
 
     for since in (answer["timestamp"], answer["timestamp"] + 1):
         episodes = [a["episode"] for a in download(app, since=since)["actions"]]
