@@ -353,6 +353,7 @@ class Summary:
     missing: int  # uploads some app's pulls or the download from 0 did not hold
     redelivered: int  # actions the rounds' downloads brought to an app that already had them
     phase_p50_ms: dict[str, float]
+    requests: int = 0  # answered, in all phases of all apps
 
 
 def run(
@@ -401,7 +402,7 @@ def run(
         print(f"  {line}", flush=True)
 
     say(f"{apps} app(s) of {user} at {url}, {rounds} rounds each (tag {tag})")
-    not_200 = 0
+    not_200 = requests = 0
     phase_p50: dict[str, float] = {}
     names = list(dict.fromkeys(name for report in done for name in report["phases"]))
     for name in names:
@@ -412,6 +413,7 @@ def run(
         not_200 += sum(bad.values())
         took = max(phase.end for phase in phases) - min(phase.start for phase in phases)
         phase_p50[name] = median_ms(times)
+        requests += len(times)
         say(
             f"{name}: {len(times):,} requests in {took:.2f} s, p50 {median_ms(times):.2f} ms"
             + (f", NOT 200: {bad}" if bad else "")
@@ -442,7 +444,16 @@ def run(
     for error in failed:
         say(f"FAILED: {error}")
     return Summary(
-        apps, ok_per_s, request_p50, round_p50, not_200, failed, missing, redelivered, phase_p50
+        apps,
+        ok_per_s,
+        request_p50,
+        round_p50,
+        not_200,
+        failed,
+        missing,
+        redelivered,
+        phase_p50,
+        requests,
     )
 
 

@@ -117,7 +117,8 @@ class Load:
 
 
 def server_cpu() -> dict[int, tuple[str, float]]:
-    """CPU seconds used so far by each gunicorn, PostgreSQL and Redis process, with its kind.
+    """CPU seconds used so far by each gunicorn (the service's or the home server's, which
+    becomes gunicorn; the floor's), PostgreSQL, Redis, PHP and nginx process, with its kind.
 
     CPU time per request shows where a request's cost lies (the service, the database, Redis),
     which requests per second cannot; both still move with what else the host runs.
@@ -133,6 +134,8 @@ def server_cpu() -> dict[int, tuple[str, float]]:
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         if "gunicorn" in command:
             kind = "floor" if "bench.floor" in command else "service"
+        elif name.startswith(("php", "nginx")):  # oPodSync, beside it (bench/peers.py)
+            kind = "PHP and nginx"
         elif name.startswith("postgres"):
             kind = "PostgreSQL"
         elif name.startswith("redis"):

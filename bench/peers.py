@@ -25,7 +25,7 @@ from pathlib import Path
 import redis
 
 from bench import apps, home
-from bench.harness import OUT, Gunicorn, add_users, row, running
+from bench.harness import OUT, Gunicorn, add_users, row, running, server_cpu
 from bench.sync import PASSWORD, service_on
 from tests import servers
 
@@ -169,6 +169,29 @@ class Measured:
         self.not_200 = self.missing = self.late_lost = self.late_sent = 0
         self.redelivered: dict[int, list[int]] = {1: [], 4: []}
         self.failed: list[str] = []
+        # CPU milliseconds per answered request, by kind of server process (bench.harness.
+        # server_cpu), over each run's whole load: first sync, rounds and checks.
+        self.cpu_ms: dict[int, dict[str, list[float]]] = {1: {}, 4: {}}
+
+    def add_cpu(
+        self,
+        count: int,
+        before: dict[int, tuple[str, float]],
+        after: dict[int, tuple[str, float]],
+        requests: int,
+    ) -> None:
+        used: dict[str, float] = {}
+        for pid, (kind, seconds) in after.items():
+            used[kind] = used.get(kind, 0.0) + seconds - before.get(pid, (kind, 0.0))[1]
+        for kind, seconds in used.items():
+            if seconds > 0 and requests:
+                self.cpu_ms[count].setdefault(kind, []).append(seconds / requests * 1000)
+
+    def described_cpu(self, count: int) -> str:
+        kinds = self.cpu_ms[count]
+        parts = {kind: statistics.median(values) for kind, values in sorted(kinds.items())}
+        shown = " + ".join(f"{kind} {ms:.2f}" for kind, ms in parts.items())
+        return f"{shown} = {sum(parts.values()):.2f} ms" if parts else "not measured"
 
     def clean(self) -> bool:
         return not (self.not_200 or self.missing or self.late_lost or self.failed)
@@ -198,7 +221,9 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
                 folder = Path(tempfile.mkdtemp(prefix=f"peer-{run}-{count}-", dir=logs))
                 print(f"  run {run + 1}, {name}, {count} app(s):", flush=True)
                 with serve(folder) as url:
+                    before = server_cpu()
                     summary = apps.run(url, USER, PASSWORD, apps=count)
+                    measured.add_cpu(count, before, server_cpu(), summary.requests)
                     measured.ok[count].append(summary.ok_per_s)
                     measured.redelivered[count].append(summary.redelivered)
                     measured.not_200 += summary.not_200
@@ -215,6 +240,11 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
             f"{measured.late_lost} of {measured.late_sent} lost; resent at 4 apps: "
             f"{statistics.median(measured.redelivered[4]):,.0f} actions"
             + (f"; FAILED: {measured.failed[:3]}" if measured.failed else ""),
+        )
+    for name, measured in found.items():
+        row(
+            f"peers: {name}, server CPU per answered request at 1 and 4 apps (median of {RUNS})",
+            f"{measured.described_cpu(1)}; {measured.described_cpu(4)}",
         )
     peers = [found[PHP_S], found[PHP_FPM]]
     clean = [peer for peer in peers if peer.clean()] or peers
