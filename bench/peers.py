@@ -24,7 +24,7 @@ from pathlib import Path
 
 import redis
 
-from bench import apps, home
+from bench import apps, home, profiles
 from bench.harness import OUT, Gunicorn, add_users, row, running, server_cpu
 from bench.sync import PASSWORD, service_on
 from tests import servers
@@ -32,6 +32,8 @@ from tests import servers
 OPODSYNC_COMMIT = "18095b13187756e21b9d951c8c25fdd9ffc17e05"
 OPODSYNC_REPO = os.environ.get("OPODSYNC_REPO", "https://github.com/kd2org/opodsync.git")
 RUNS = int(os.environ.get("BENCH_PEER_RUNS", "3"))
+# "1": the first run's load of one app on this service is sampled with py-spy (bench.profiles).
+PROFILE = os.environ.get("BENCH_PEER_PROFILE", "") == "1"
 USER = "peer"
 PHP_S = "oPodSync, php -S"
 PHP_FPM = "oPodSync, nginx + php-fpm"
@@ -133,16 +135,30 @@ def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def service(pg: servers.Server, redis_server: servers.RedisServer, folder: Path) -> Iterator[str]:
-    """This service under gunicorn on a new database of `pg`, with USER's account."""
+def service(
+    pg: servers.Server, redis_server: servers.RedisServer, folder: Path, profiled: bool = False
+) -> Iterator[str]:
+    """This service under gunicorn on a new database of `pg`, with USER's account; `profiled`:
+    where its workers' time went while it served, printed once it is done (bench.profiles)."""
     database = f"opa_peer_{folder.name.replace('-', '_')}"
     redis_url = f"redis://127.0.0.1:{redis_server.port}/6"
     redis.Redis.from_url(redis_url).flushdb()  # nothing remembered of an earlier run's account
     env = service_on(pg, database, redis_url, users=(USER,))
     app = Gunicorn("config.wsgi", env, folder / "gunicorn.log")
+    samples = folder / "gil-samples.txt"
     with running(app):
         app.start()
-        yield f"http://127.0.0.1:{app.port}"
+        assert app.process is not None
+        sampled = profiles.gil_samples(app.process.pid, samples)
+        with sampled if profiled else contextlib.nullcontext():
+            yield f"http://127.0.0.1:{app.port}"
+    if profiled:
+        found = profiles.shares(samples)
+        row(
+            "peers: this service's web workers under one app, where the Python that holds the "
+            "GIL runs (py-spy)",
+            "; ".join(f"{name} {share:.0%}" for name, share in found.items()),
+        )
 
 
 @contextlib.contextmanager
@@ -210,7 +226,9 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
     started_afresh: dict[str, Served] = {
         PHP_S: lambda folder: opodsync(folder, fpm=False),
         PHP_FPM: lambda folder: opodsync(folder, fpm=True),
-        SERVICE: lambda folder: service(pg, redis_server, folder),
+        SERVICE: lambda folder: service(
+            pg, redis_server, folder, profiled=PROFILE and folder.name.startswith("peer-0-1-")
+        ),
         HOME: lambda folder: home_server(folder, home_rss),
     }
     found = {name: Measured() for name in started_afresh}
