@@ -147,6 +147,17 @@ def server_cpu() -> dict[int, tuple[str, float]]:
     return found
 
 
+def cpu_used(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds each kind of process used between two readings of server_cpu (a process
+    started in between counts from nothing)."""
+    used: dict[str, float] = {}
+    for pid, (kind, seconds) in after.items():
+        used[kind] = used.get(kind, 0.0) + seconds - before.get(pid, (kind, 0.0))[1]
+    return used
+
+
 def wrk(
     port: int,
     path: str,
@@ -174,9 +185,7 @@ def wrk(
         r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out
     )
     requests = int(re.search(r"(\d+) requests in", out)[1])  # type: ignore[index]
-    cpu: dict[str, float] = {}
-    for pid, (kind, seconds_used) in server_cpu().items():
-        cpu[kind] = cpu.get(kind, 0.0) + seconds_used - before.get(pid, (kind, 0.0))[1]
+    cpu = cpu_used(before, server_cpu())
     return Load(
         requests=requests,
         cpu_us={kind: used / requests * 1e6 for kind, used in cpu.items() if used > 0},

@@ -25,7 +25,7 @@ from pathlib import Path
 import redis
 
 from bench import apps, home, profiles
-from bench.harness import OUT, Gunicorn, add_users, row, running, server_cpu
+from bench.harness import OUT, Gunicorn, add_users, cpu_used, row, running, server_cpu
 from bench.sync import PASSWORD, service_on
 from tests import servers
 
@@ -149,8 +149,9 @@ def service(
     with running(app):
         app.start()
         assert app.process is not None
-        sampled = profiles.gil_samples(app.process.pid, samples)
-        with sampled if profiled else contextlib.nullcontext():
+        with (
+            profiles.gil_samples(app.process.pid, samples) if profiled else contextlib.nullcontext()
+        ):
             yield f"http://127.0.0.1:{app.port}"
     if profiled:
         found = profiles.shares(samples)
@@ -189,16 +190,7 @@ class Measured:
         # server_cpu), over each run's whole load: first sync, rounds and checks.
         self.cpu_ms: dict[int, dict[str, list[float]]] = {1: {}, 4: {}}
 
-    def add_cpu(
-        self,
-        count: int,
-        before: dict[int, tuple[str, float]],
-        after: dict[int, tuple[str, float]],
-        requests: int,
-    ) -> None:
-        used: dict[str, float] = {}
-        for pid, (kind, seconds) in after.items():
-            used[kind] = used.get(kind, 0.0) + seconds - before.get(pid, (kind, 0.0))[1]
+    def add_cpu(self, count: int, used: dict[str, float], requests: int) -> None:
         for kind, seconds in used.items():
             if seconds > 0 and requests:
                 self.cpu_ms[count].setdefault(kind, []).append(seconds / requests * 1000)
@@ -241,7 +233,8 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
                 with serve(folder) as url:
                     before = server_cpu()
                     summary = apps.run(url, USER, PASSWORD, apps=count)
-                    measured.add_cpu(count, before, server_cpu(), summary.requests)
+                    used = cpu_used(before, server_cpu())
+                    measured.add_cpu(count, used, summary.requests)
                     measured.ok[count].append(summary.ok_per_s)
                     measured.redelivered[count].append(summary.redelivered)
                     measured.not_200 += summary.not_200

@@ -23,7 +23,7 @@ from subscriptions.models import Subscription
 from tests import servers
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
-from tests.helpers import PASSWORD, Clock, basic, client_for, forget_all, subscribe
+from tests.helpers import PASSWORD, Clock, basic_app, client_for, forget_all, subscribe
 from tests.web.helpers import PASSWORD as PAGES_PASSWORD
 
 # Hypothesis' 200 ms deadline fails an example that a loaded CI host or a GC pause slowed once;
@@ -149,9 +149,7 @@ def bob(db: None) -> Any:
 @pytest.fixture
 def app(alice: Any) -> APIClient:
     """A gpodder app of alice's that sends Basic on every request (as Kasts does)."""
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=basic("alice"))
-    return client
+    return basic_app("alice")
 
 
 @pytest.fixture

@@ -73,6 +73,14 @@ def basic(username: str, password: str = PASSWORD, encoding: str = "utf-8") -> s
     return "Basic " + base64.b64encode(f"{username}:{password}".encode(encoding)).decode()
 
 
+def basic_app(username: str) -> APIClient:
+    """A gpodder or Nextcloud app of `username`'s, sending HTTP Basic on every request (as Kasts
+    does), with a cookie jar of its own."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=basic(username))
+    return client
+
+
 def client_for(user: Any) -> APIClient:
     """An API client carrying a real bearer token of `user`."""
     client = APIClient()

@@ -17,7 +17,7 @@ from gpodder.models import Device
 from subscriptions import feeds
 from subscriptions import services as subscriptions
 from tests.episodes.helpers import store_received
-from tests.helpers import assert_error, basic, subscribe
+from tests.helpers import assert_error, basic, basic_app, subscribe
 
 EPISODES = "/api/2/episodes/alice.json"
 # Actions stored per second of a history made up for a test.
@@ -512,8 +512,7 @@ def test_a_device_deleted_by_staff_leaves_its_actions_without_a_device(app, alic
 
 
 def test_another_users_actions_are_never_seen_and_their_path_is_a_401(app, alice, bob):
-    bobs = APIClient()
-    bobs.credentials(HTTP_AUTHORIZATION=basic("bob"))
+    bobs = basic_app("bob")
     bobs.post("/api/2/episodes/bob.json", json.dumps([play(1)]), content_type="application/json")
 
     assert download(app)["actions"] == []

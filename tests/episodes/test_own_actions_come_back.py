@@ -8,17 +8,9 @@ the service can tell, so nothing of the app's own is left out."""
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from tests.episodes.test_api import download, play, upload
-from tests.helpers import basic
-
-
-def other_app() -> APIClient:
-    """Another app of alice's, with a cookie jar of its own."""
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=basic("alice"))
-    return client
+from tests.helpers import basic_app
 
 
 def positions(answer: dict[str, Any]) -> list[tuple[str, int]]:
@@ -37,7 +29,7 @@ def test_an_apps_own_newer_play_comes_beside_a_late_older_one(app, alice, late):
     first = download(app)
     upload(app, [play(1, guid="ep-1", timestamp="2024-05-01T11:00:00", position=2000)])
     older = {**play(1, guid="ep-1", timestamp="2024-05-01T10:00:00", position=100), **late}
-    upload(other_app(), [older])
+    upload(basic_app("alice"), [older])  # another app of hers
 
     assert positions(download(app, since=first["timestamp"])) == [("1.mp3", 100), ("1.mp3", 2000)]
 

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from episodes import selectors, services
 from episodes.models import EpisodeAction
-from tests.helpers import basic
+from tests.helpers import basic_app
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -25,9 +25,7 @@ PAUSE = 0.25
 
 
 def client() -> APIClient:
-    app = APIClient()
-    app.credentials(HTTP_AUTHORIZATION=basic("alice"))
-    return app
+    return basic_app("alice")
 
 
 def action(device: str, n: int) -> dict[str, Any]:
