@@ -49,11 +49,17 @@ def send(port: int, method: str, path: str, **headers: str) -> int:
 
 
 def logged(log: Path, requests: int) -> str:
-    """The log once it holds a line for each of `requests` requests. gunicorn writes a request's
-    line after its answer has gone, and its threads in any order: the last request's line may come
-    before the one ahead of it."""
+    """The log once it holds a line for each of `requests` requests sent by the test. gunicorn
+    writes a request's line after its answer has gone, and its threads in any order: the last
+    request's line may come before the one ahead of it. The readiness checks' `GET /v1/` lines
+    are not the test's, so they are not counted."""
+
+    def lines() -> int:
+        text = log.read_text(errors="replace")
+        return text.count(' HTTP/1.1" ') - text.count('"GET /v1/ HTTP/1.1" ')
+
     deadline = time.monotonic() + 10
-    while log.read_text(errors="replace").count(' HTTP/1.1" ') < requests:
+    while lines() < requests:
         assert time.monotonic() < deadline, log.read_text(errors="replace")
         time.sleep(0.1)
     return log.read_text(errors="replace")
