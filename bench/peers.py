@@ -39,6 +39,15 @@ PHP_S = "oPodSync, php -S"
 PHP_FPM = "oPodSync, nginx + php-fpm"
 SERVICE = "this service, gunicorn + PostgreSQL"
 HOME = "home server, SQLite"
+# The processes that serve each (bench.harness.server_cpu's kinds), under the names its CPU row
+# gives them: the bench's PostgreSQL and Redis idle beside oPodSync and the home server, whose
+# processes are gunicorn too (`manage.py serve` becomes one).
+OWN_PROCESSES = {
+    PHP_S: {"PHP and nginx": "PHP"},
+    PHP_FPM: {"PHP and nginx": "PHP and nginx"},
+    SERVICE: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
+    HOME: {"service": "its gunicorn"},
+}
 
 # Each server: a context manager that starts it afresh and yields its URL, with USER's account.
 Served = Callable[[Path], contextlib.AbstractContextManager[str]]
@@ -190,10 +199,13 @@ class Measured:
         # server_cpu), over each run's whole load: first sync, rounds and checks.
         self.cpu_ms: dict[int, dict[str, list[float]]] = {1: {}, 4: {}}
 
-    def add_cpu(self, count: int, used: dict[str, float], requests: int) -> None:
+    def add_cpu(
+        self, count: int, used: dict[str, float], requests: int, own: dict[str, str]
+    ) -> None:
+        """`own`: the kinds of process that serve this server, each under the name shown."""
         for kind, seconds in used.items():
-            if seconds > 0 and requests:
-                self.cpu_ms[count].setdefault(kind, []).append(seconds / requests * 1000)
+            if kind in own and seconds > 0 and requests:
+                self.cpu_ms[count].setdefault(own[kind], []).append(seconds / requests * 1000)
 
     def described_cpu(self, count: int) -> str:
         kinds = self.cpu_ms[count]
@@ -234,7 +246,7 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
                     before = server_cpu()
                     summary = apps.run(url, USER, PASSWORD, apps=count)
                     used = cpu_used(before, server_cpu())
-                    measured.add_cpu(count, used, summary.requests)
+                    measured.add_cpu(count, used, summary.requests, OWN_PROCESSES[name])
                     measured.ok[count].append(summary.ok_per_s)
                     measured.redelivered[count].append(summary.redelivered)
                     measured.not_200 += summary.not_200
