@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import requests
 from mygpoclient import api
@@ -363,6 +364,24 @@ def test_a_power_cut_in_four_apps_uploads_loses_no_acknowledged_write(home: Home
     missing = apps.acknowledged - stored_episodes(home, password)
     assert not missing, sorted(missing)[:5]
     assert integrity(database) == "ok"
+
+
+def test_each_thread_keeps_its_database_connection_between_requests(home: HomeServer) -> None:
+    """Opening a SQLite connection costs about a tenth of a sync request's CPU, so the server's
+    threads keep theirs (CONN_MAX_AGE): once the requests are answered, the database is still
+    open in the server."""
+    if home.process is None or home.process.poll() is not None:
+        home.start()
+    for _ in range(10):  # /health reads the database
+        assert requests.get(f"{home.url}/health", timeout=TIMEOUT).status_code == 200
+    assert home.process is not None
+    database = str((home.folder / "data" / "db.sqlite3").resolve())
+    holding = [
+        process.pid
+        for process in psutil.Process(home.process.pid).children(recursive=True)
+        if any(opened.path == database for opened in process.open_files())
+    ]
+    assert holding, "no process of the server holds the database open between requests"
 
 
 def _password_of(home: HomeServer) -> str:
