@@ -24,9 +24,11 @@ $(VENV)/.dev: requirements-dev.txt requirements-test.txt $(VENV)/.runtime
 	touch $@
 
 # The home server (docs/self-hosting.md): gunicorn, SQLite in data/, tasks and their schedule
-# in-process, on every interface (HOST= narrows it) at PORT.
+# in-process, on every interface (HOST= narrows it) at PORT. `exec`: the shell becomes the
+# server, so make (and Ctrl+C) returns only once it has stopped and closed the database: a
+# restore may follow at once.
 run: $(VENV)/.runtime
-	@PORT=$(PORT) $(BIN)/python manage.py serve
+	@PORT=$(PORT) exec $(BIN)/python manage.py serve
 
 # For people changing the code: Django's development server with DEBUG, on this machine only.
 dev: export DEBUG ?= true

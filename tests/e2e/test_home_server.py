@@ -110,9 +110,15 @@ class HomeServer:
 
     def stop(self, how: signal.Signals = signal.SIGTERM) -> None:
         assert self.process is not None
+        server = psutil.Process(self.process.pid).children(recursive=True)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, how)
         self.process.wait(timeout=60)
+        if how != signal.SIGKILL:
+            # As Ctrl+C: make returns once the server is gone, so a restore may follow at once
+            # (docs/self-hosting.md): a worker still closing its connection would write into it.
+            left = [p.pid for p in server if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+            assert not left, f"make returned while the server's {left} still ran"
         deadline = time.monotonic() + 30
         while _listening(self.port):  # the worker goes last
             assert time.monotonic() < deadline, "the server did not stop"
