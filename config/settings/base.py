@@ -192,7 +192,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
         "cached_statements": 16,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA cache_size=-512",
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
