@@ -5,6 +5,7 @@ with `errors` naming the bad fields. Input that cannot be validated is a 405 (do
 "Errors").
 """
 
+import errno
 import logging
 import math
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, TooManyFieldsSent
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -94,6 +95,23 @@ def server_error(request: HttpRequest) -> HttpResponse:
         response["Retry-After"] = str(settings.DATABASE_RETRY_AFTER)
         return response
     return error_response(500) if _is_api(request) else defaults.server_error(request)
+
+
+def body_not_received(exc: BaseException) -> tuple[int, str] | None:
+    """The status and message for a body the client stopped sending (408: nothing came for
+    CLIENT_TIMEOUT seconds, core.workers) or cut short (400), or None for any other error. The
+    client has most likely gone; the answer is for one that is only slow, and for the log."""
+    if not isinstance(exc, UnreadablePostError):
+        return None
+    cause = exc.__cause__
+    while isinstance(cause, UnreadablePostError):  # request.body wraps read()'s own
+        cause = cause.__cause__
+    if isinstance(cause, TimeoutError) or getattr(cause, "errno", None) in (
+        errno.EAGAIN,
+        errno.EWOULDBLOCK,
+    ):
+        return 408, "Request timeout: the request's body stopped arriving (CLIENT_TIMEOUT)"
+    return 400, "Bad request: the request's body ended before its Content-Length"
 
 
 # SQLSTATEs of a write that lost to a concurrent one: serialization failure, deadlock, lock
@@ -208,6 +226,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             # Where the message is all most clients show (the gpodder API), it names the field.
             message = f"{MESSAGES[405]}: {_first_problem(errors)}"
         message = message or MESSAGES[405]
+    elif (unread := body_not_received(exc)) is not None:
+        status, message = unread
     elif isinstance(exc, TooManyFieldsSent):
         status = invalid
         limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS

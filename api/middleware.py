@@ -14,7 +14,7 @@ from django.contrib.sessions import middleware as sessions
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
-from api.errors import error_response
+from api.errors import body_not_received, error_response
 
 # What a proxy in front tells about the request it passes on: the client's address, and the
 # scheme, host and port it was sent to (Django reads the host and port only with
@@ -161,6 +161,26 @@ def _discard_body(request: HttpRequest, length: int) -> None:
             left -= len(chunk)
     except OSError:
         pass  # the client has gone: nobody is left to read the answer
+
+
+class BodyNotReceivedMiddleware(ApiMiddleware):
+    """A page's or the admin's body that stopped arriving or was cut short (Django raises
+    UnreadablePostError) is the client's 408 or 400, not the server's 500; DRF's views answer
+    it in api.errors.exception_handler."""
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        unread = body_not_received(exception)
+        if unread is None:
+            return None
+        status, message = unread
+        if request.path_info.startswith(self.prefixes):
+            return error_response(status, message)
+        return HttpResponse(
+            f"{message}.\n", status=status, content_type="text/plain; charset=utf-8"
+        )
 
 
 class PrivateAnswersMiddleware:

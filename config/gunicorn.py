@@ -29,7 +29,15 @@ logger_class = "nextcloud.logs.AccessLogger"
 control_socket_disable = True
 # Requests are short and wait on PostgreSQL: a few processes per core keep the cores busy.
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))
-worker_class = "gthread"  # threads keep client connections alive, which sync workers cannot
+# gunicorn's gthread, whose threads keep client connections alive (which sync workers cannot),
+# with a bound on how long a client may keep a thread waiting (core.workers): a request's head
+# is read once it is all there, within CLIENT_TIMEOUT seconds of its first bytes, and its body
+# and answer must move at least every CLIENT_TIMEOUT seconds.
+worker_class = "core.workers.ThreadWorker"
+client_timeout = float(os.environ.get("CLIENT_TIMEOUT", "30"))
+# Files (the static ones) written through the socket like any answer, bounded as above: Python's
+# sendfile waits without a bound for a client that stopped reading.
+sendfile = False
 threads = int(os.environ.get("WEB_THREADS", "2"))
 keepalive = 5
 # Each worker listens on a socket of its own (SO_REUSEPORT), and the kernel spreads connections
@@ -49,6 +57,10 @@ def pre_fork(server: Any, worker: Any) -> None:
     garbage collector no longer scans it in every collection of every worker (bench/README.md,
     "config.gunicorn.pre_fork"), nor writes to its memory, which the workers then keep sharing."""
     gc.freeze()
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    worker.client_timeout = client_timeout
 
 
 def on_starting(server: Any) -> None:

@@ -131,6 +131,8 @@ MIDDLEWARE = [
     "api.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "api.middleware.CSPMiddleware",
+    # A page's body that stopped arriving is the client's 408, not a 500.
+    "api.middleware.BodyNotReceivedMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -10,12 +10,14 @@ from typing import Any
 import jwt
 import pytest
 from django.conf import settings
+from django.http import UnreadablePostError
 from django.utils import timezone
 from rest_framework.settings import api_settings
 from rest_framework.test import APIClient
 
 from accounts.active import password_mark
 from accounts.services import refresh_token_for
+from api.errors import body_not_received
 from api.throttles import UserThrottle
 from deletions.models import Deletion
 from subscriptions.models import Subscription
@@ -808,3 +810,32 @@ def test_over_a_thousand_query_parameters_is_405_never_500(api, subscription, pa
     response = api.get(f"{path.format(guid=subscription.guid)}?{query}")
 
     assert_error(response, 405, "Input could not be validated: too many parameters, at most 1000")
+
+
+def _unread(cause: OSError) -> Exception:
+    """What Django raises for a body it could not read: request.body wraps read()'s own."""
+    try:
+        try:
+            try:
+                raise cause
+            except OSError as exc:
+                raise UnreadablePostError(*exc.args) from exc
+        except OSError as exc:
+            raise UnreadablePostError(*exc.args) from exc
+    except UnreadablePostError as exc:
+        return exc
+
+
+@pytest.mark.parametrize(
+    ("cause", "expected"),
+    [
+        (BlockingIOError(11, "Resource temporarily unavailable"), 408),  # SO_RCVTIMEO
+        (TimeoutError("timed out"), 408),
+        (ConnectionResetError(104, "Connection reset by peer"), 400),
+    ],
+)
+def test_a_body_that_could_not_be_read_is_the_clients_error(cause: OSError, expected: int):
+    status, message = body_not_received(_unread(cause))  # type: ignore[misc]
+    assert status == expected
+    assert ("CLIENT_TIMEOUT" in message) == (expected == 408)
+    assert body_not_received(ValueError("not a body")) is None

@@ -392,3 +392,24 @@ def test_each_thread_keeps_its_database_connection_between_requests(home: HomeSe
 
 def _password_of(home: HomeServer) -> str:
     return password_printed(home.printed())
+
+
+def test_phones_that_vanish_mid_request_do_not_stop_the_home_server(home: HomeServer) -> None:
+    """The home server has four threads. Eight phones that lost their network half-way through
+    sending a request (no FIN ever comes) used to hold all four until a restart; the others are
+    answered at once now, and each half-sent request is let go (tests/e2e/test_slow_clients.py
+    tries every kind of slow client on a smaller worker)."""
+    if home.process is None or home.process.poll() is not None:
+        home.start()
+    host = ("127.0.0.1", home.port)
+    vanished = [socket.create_connection(host) for _ in range(8)]
+    try:
+        for sock in vanished:
+            sock.sendall(b"POST /api/2/episodes/alice.json HTTP/1.1\r\nHost: localhost\r\n")
+        for _ in range(3):
+            started = time.monotonic()
+            assert requests.get(f"{home.url}/health", timeout=TIMEOUT).status_code == 200
+            assert time.monotonic() - started < 1
+    finally:
+        for sock in vanished:
+            sock.close()

@@ -1,0 +1,169 @@
+"""The gunicorn worker the service runs in (config/gunicorn.py): gunicorn's threaded worker,
+with a bound on how long a client may keep the worker waiting (docs/operations.md, "Slow and
+vanished clients").
+
+gunicorn's gthread worker hands a connection to one of its few threads as soon as it opens, and
+the thread then waits on the socket for as long as the client takes. A phone that lost its
+network half-way through a request (no FIN, no RST reaches the server), or anyone sending half a
+request and nothing more, held a thread for good: four of them, and the home server (one
+process of four threads) answered nobody until it was restarted. And once a request was
+answered with the connection to close, the worker's main loop waited up to 2 s for the client
+to close its side, answering no one meanwhile: a client that sent such requests and never
+closed kept the whole worker waiting.
+
+So here:
+- a request's head is read only once it is all there: until then the connection waits in the
+  worker's poller, holding no thread, and a head not whole within CLIENT_TIMEOUT seconds is
+  answered 408, with the error object, and the connection closed;
+- once the head is in, reading the body and writing the answer fail when the client moves
+  nothing for CLIENT_TIMEOUT seconds (the socket's SO_RCVTIMEO and SO_SNDTIMEO), which frees
+  the thread; a body that stopped is a 408 too (api.errors.body_not_received);
+- a connection that ends is closed from the poller, which reads what the client still sends
+  (so that the close does not reset the connection under the answer) without holding a thread
+  or the main loop.
+"""
+
+import contextlib
+import json
+import selectors
+import socket
+import struct
+import time
+from collections import deque
+from concurrent.futures import Future
+from functools import partial
+from typing import Any
+
+from gunicorn.workers import gthread
+
+# Enough to hold any head a client sends: one that fills this much is read the usual way.
+_PEEK_BYTES = 64 * 1024
+# At most how long and how much a closing connection reads of what the client still sends
+# (gunicorn's own bounds).
+_LINGER_SECONDS = 2.0
+_LINGER_BYTES = 64 * 1024
+
+
+class ThreadWorker(gthread.ThreadWorker):
+    client_timeout = 30.0  # config/gunicorn.py sets it from CLIENT_TIMEOUT
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lingering: deque[Any] = deque()  # closing connections, by when they close at last
+
+    def enqueue_req(self, conn: Any) -> None:
+        if not hasattr(conn, "head_since"):  # a new connection
+            conn.head_since = None
+            seconds = int(self.client_timeout)
+            bound = struct.pack("ll", seconds, int((self.client_timeout - seconds) * 1_000_000))
+            conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, bound)
+            conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bound)
+        super().enqueue_req(conn)
+
+    def handle(self, conn: Any) -> Any:
+        result = self._handle(conn)
+        if result is False:  # the connection ends: the answer is followed by FIN at once
+            conn.closing = True
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_WR)
+        return result
+
+    def _handle(self, conn: Any) -> Any:
+        if self._head_incomplete(conn):
+            now = time.monotonic()
+            if conn.head_since is None:
+                conn.head_since = now
+            elif now - conn.head_since > self.client_timeout:
+                self._answer_timeout(conn)
+                return False
+            return gthread._DEFER  # back to the poller until more arrives
+        conn.head_since = None
+        return super().handle(conn)
+
+    def _head_incomplete(self, conn: Any) -> bool:
+        """Whether the next request's head has yet to arrive whole (or at all), looked at
+        without taking it off the socket. Not for TLS or HTTP/2, whose bytes are not a head
+        (neither is served here: the proxy in front speaks them), nor when gunicorn already
+        holds bytes it read ahead."""
+        if self.cfg.is_ssl or conn.is_http2:
+            return False
+        if conn.parser is not None and conn.parser.unreader.buf.getvalue():
+            return False
+        try:
+            data = conn.sock.recv(_PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False  # gunicorn's own read meets the error and ends the connection
+        if not data or len(data) == _PEEK_BYTES:
+            return False
+        return b"\r\n\r\n" not in data and b"\n\n" not in data
+
+    def _answer_timeout(self, conn: Any) -> None:
+        message = (
+            f"Request timeout: the request's head did not arrive within "
+            f"{self.client_timeout:g} s (CLIENT_TIMEOUT)"
+        )
+        body = json.dumps({"code": "408", "message": message}).encode()
+        head = (
+            "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        self.log.info("%s: %s", conn.client, message)
+        # The client may have gone, or read nothing: then nobody is left to read it.
+        with contextlib.suppress(OSError):
+            conn.sock.send(head + body, socket.MSG_DONTWAIT)
+
+    def handle_request(self, req: Any, conn: Any) -> bool:
+        try:
+            return bool(super().handle_request(req, conn))
+        except BlockingIOError:  # the socket's bound: the client moved nothing meanwhile
+            self.log.info(
+                "%s: the client moved nothing for %g s (CLIENT_TIMEOUT) while %s %s was "
+                "answered, and its connection was closed",
+                conn.client, self.client_timeout, req.method, req.path,
+            )  # fmt: skip
+            return False
+
+    def finish_request(self, conn: Any, fs: Future[Any]) -> None:
+        if getattr(conn, "closing", False):
+            self._linger(conn)
+        else:
+            super().finish_request(conn, fs)
+
+    def murder_pending(self) -> None:
+        super().murder_pending()
+        now = time.monotonic()
+        while self.lingering and self.lingering[0].timeout <= now:
+            self._closed(self.lingering[0])
+
+    def _linger(self, conn: Any) -> None:
+        """Close after the answer (RFC 9112, section 9.6) without holding a thread or the main
+        loop: read what the client still sends, so that the close does not reset the
+        connection while the answer may be unread, as the poller finds it, until the client
+        closes its side, or for _LINGER_SECONDS and _LINGER_BYTES at most."""
+        conn.timeout, conn.drained = time.monotonic() + _LINGER_SECONDS, 0
+        self.lingering.append(conn)
+        try:
+            conn.sock.setblocking(False)
+            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._drain, conn))
+        except (OSError, ValueError, KeyError):
+            self._closed(conn)
+
+    def _drain(self, conn: Any, sock: socket.socket) -> None:
+        try:
+            data = sock.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        conn.drained += len(data)
+        if not data or conn.drained >= _LINGER_BYTES:
+            self._closed(conn)
+
+    def _closed(self, conn: Any) -> None:
+        self.lingering.remove(conn)
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            self.poller.unregister(conn.sock)
+        conn.close()
+        self.nr_conns -= 1

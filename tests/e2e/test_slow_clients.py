@@ -1,0 +1,249 @@
+"""Slow and vanished clients hold no thread for long, under gunicorn with config/gunicorn.py and
+the production settings (core.workers): more stalled connections than the worker has threads,
+and everyone else is still answered at once; each stalled one gets its 408 naming
+CLIENT_TIMEOUT, or is closed, within that time."""
+
+import http.client
+import json
+import os
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tests.servers import gunicorn_service
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
+
+CLIENT_TIMEOUT = 1.5
+THREADS = 2
+STALLED = 2 * THREADS + 1  # more than the worker's threads, with room to spare
+
+
+@pytest.fixture(scope="module")
+def served(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """One worker of THREADS threads, as small as a home server's: its port and its log."""
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "SECRET_KEY": "slow-clients-test-secret-key-long-enough-for-hs256-signing",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        "WEB_CONCURRENCY": "1",
+        "WEB_THREADS": str(THREADS),
+        "CLIENT_TIMEOUT": str(CLIENT_TIMEOUT),
+    }
+    env.pop("REDIS_URL", None)
+    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
+    with gunicorn_service(env, log) as port:
+        yield port, log
+
+
+@pytest.fixture
+def port(served: tuple) -> int:
+    return served[0]
+
+
+def answered_at_once(port: int) -> float:
+    """Seconds a new client waits for GET /health (which must answer 200)."""
+    started = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/health")
+        response = conn.getresponse()
+        response.read()
+    finally:
+        conn.close()
+    assert response.status == 200
+    return time.monotonic() - started
+
+
+def opened(port: int, sent: bytes, receive_buffer: int | None = None) -> socket.socket:
+    sock = socket.socket()
+    if receive_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(sent)
+    return sock
+
+
+def answer_of(sock: socket.socket, wait: float = 10) -> tuple[bytes, float]:
+    """All the server sends until it closes, and when it closed (seconds from now)."""
+    started, received = time.monotonic(), b""
+    sock.settimeout(wait)
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received, time.monotonic() - started
+
+
+def error_object(answer: bytes) -> tuple[str, dict]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0].decode(), json.loads(body)
+
+
+def test_half_sent_heads_hold_no_thread_and_each_gets_its_408(port: int) -> None:
+    stalled = [opened(port, b"GET /v1/ HTTP/1.1\r\nHost: 127.0.0.1\r\n") for _ in range(STALLED)]
+    try:
+        assert max(answered_at_once(port) for _ in range(3)) < 0.5
+        for sock in stalled:
+            answer, closed_after = answer_of(sock)
+            assert closed_after < CLIENT_TIMEOUT + 2
+            status, body = error_object(answer)
+            assert status == "HTTP/1.1 408 Request Timeout"
+            assert body == {
+                "code": "408",
+                "message": "Request timeout: the request's head did not arrive within 1.5 s "
+                "(CLIENT_TIMEOUT)",
+            }
+    finally:
+        for sock in stalled:
+            sock.close()
+
+
+def test_a_head_trickled_a_byte_at_a_time_is_cut_off(port: int) -> None:
+    """A byte every 0.1 s would take minutes to fill gunicorn's limits on a head: the whole head
+    is bounded, not only the wait for each byte."""
+    sock = opened(port, b"G")
+    started = time.monotonic()
+    try:
+        head = b"ET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200
+        for byte in head:
+            if select.select([sock], [], [], 0.1)[0]:
+                break  # the answer is there
+            sock.send(bytes([byte]))
+        assert time.monotonic() - started < CLIENT_TIMEOUT + 1
+        answer, _ = answer_of(sock)
+        assert error_object(answer)[0] == "HTTP/1.1 408 Request Timeout"
+    finally:
+        sock.close()
+
+
+def test_a_connection_opened_and_left_silent_holds_no_thread(port: int) -> None:
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(STALLED)]
+    try:
+        assert max(answered_at_once(port) for _ in range(3)) < 0.5
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/v1/auth/login", "application/json"),  # DRF's parser reads it
+        ("/index.php/login/v2/poll", "application/x-www-form-urlencoded"),  # a Django view
+    ],
+)
+def test_a_body_that_stops_arriving_is_a_408_naming_the_limit(
+    served: tuple, path: str, content_type: str
+) -> None:
+    port, log = served
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
+        "Content-Length: 1000\r\n\r\n"
+    ).encode()
+    stalled = [opened(port, head + b"token=") for _ in range(STALLED)]
+    try:
+        answers = [answer_of(sock) for sock in stalled]
+        assert answered_at_once(port) < 0.5  # every thread free again
+    finally:
+        for sock in stalled:
+            sock.close()
+    for answer, _ in answers:
+        status, body = error_object(answer)
+        assert status == "HTTP/1.1 408 Request Timeout", answer[:300]
+        assert body == {
+            "code": "408",
+            "message": "Request timeout: the request's body stopped arriving (CLIENT_TIMEOUT)",
+        }
+    log_text = log.read_text()
+    assert "Internal Server Error" not in log_text
+    assert "Traceback" not in log_text
+
+
+def test_an_answer_the_client_stops_reading_frees_its_thread(served: tuple) -> None:
+    """A 3.9 MB static file to clients that read none of it: each thread is freed once its
+    write moved nothing for CLIENT_TIMEOUT, with a line in the log and no traceback."""
+    port, log = served
+    request = b"GET /static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js.map HTTP/1.1"
+    stalled = [
+        opened(port, request + b"\r\nHost: 127.0.0.1\r\n\r\n", receive_buffer=4096)
+        for _ in range(STALLED)
+    ]
+    try:
+        time.sleep(0.3)
+        waited = answered_at_once(port)
+        assert waited < CLIENT_TIMEOUT + 2
+        assert max(answered_at_once(port) for _ in range(3)) < 0.5
+    finally:
+        for sock in stalled:
+            sock.close()
+    log_text = log.read_text()
+    assert "the client moved nothing for 1.5 s (CLIENT_TIMEOUT)" in log_text
+    assert "Traceback" not in log_text
+
+
+def test_clients_that_never_close_after_the_answer_do_not_stall_the_worker(port: int) -> None:
+    """Each answer with `Connection: close` ends with the server waiting a moment for the
+    client's side to close too; a client that never closes must not make everyone else wait."""
+    held: list[socket.socket] = []
+    stop = time.monotonic() + 3
+    closing = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+    def never_closing() -> None:
+        while time.monotonic() < stop:
+            held.append(opened(port, closing))
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=never_closing)
+    thread.start()
+    waits = []
+    try:
+        while time.monotonic() < stop:
+            waits.append(answered_at_once(port))
+            time.sleep(0.05)
+    finally:
+        thread.join()
+        for sock in held:
+            sock.close()
+    assert len(held) > 30
+    assert max(waits) < 0.5, sorted(waits)[-5:]
+
+
+def test_a_kept_alive_connection_serves_request_after_request(port: int) -> None:
+    """The head is looked at before it is read: requests on one connection, and two sent at
+    once (pipelined), are each answered."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        for _ in range(5):
+            conn.request("GET", "/health")
+            response = conn.getresponse()
+            response.read()
+            assert response.status == 200
+    finally:
+        conn.close()
+    twice = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 2
+    sock = opened(port, twice[:-1])  # the second head's last byte a moment later
+    try:
+        time.sleep(0.2)
+        sock.sendall(twice[-1:])
+        sock.shutdown(socket.SHUT_WR)
+        answer, _ = answer_of(sock)
+    finally:
+        sock.close()
+    assert answer.count(b"HTTP/1.1 200 OK") == 2
+
+
+def test_the_log_of_a_run_names_each_cut_off_client(served: tuple) -> None:
+    log: Path = served[1]
+    assert "Request timeout: the request's head did not arrive within 1.5 s" in log.read_text()
