@@ -12,9 +12,10 @@ to close its side, answering no one meanwhile: a client that sent such requests 
 closed kept the whole worker waiting.
 
 So here:
-- a request's head is read only once it is all there: until then the connection waits in the
-  worker's poller, holding no thread, and a head not whole within CLIENT_TIMEOUT seconds is
-  answered 408, with the error object, and the connection closed;
+- a request's head is taken as it arrives, without waiting, and handed to gunicorn's parser
+  only once it is whole: until then the connection waits in the worker's poller, holding no
+  thread, and a head not whole within CLIENT_TIMEOUT seconds is answered 408, with the error
+  object, and the connection closed (one over 64 KiB, 431);
 - once the head is in, reading the body and writing the answer fail when the client moves
   nothing for CLIENT_TIMEOUT seconds (the socket's SO_RCVTIMEO and SO_SNDTIMEO), which frees
   the thread; a body that stopped is a 408 too (api.errors.body_not_received);
@@ -34,10 +35,13 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
+from gunicorn.http2 import negotiation
 from gunicorn.workers import gthread
 
-# Enough to hold any head a client sends: one that fills this much is read the usual way.
-_PEEK_BYTES = 64 * 1024
+# The largest head taken (nginx takes 32 KiB by default; a head is 0.5 to 2 KiB).
+_HEAD_BYTES = 64 * 1024
+# What a connection's next head is.
+_WAITING, _WHOLE, _TOO_LARGE, _GONE = object(), object(), object(), object()
 # At most how long and how much a closing connection reads of what the client still sends
 # (gunicorn's own bounds).
 _LINGER_SECONDS = 2.0
@@ -53,7 +57,7 @@ class ThreadWorker(gthread.ThreadWorker):
 
     def enqueue_req(self, conn: Any) -> None:
         if not hasattr(conn, "head_since"):  # a new connection
-            conn.head_since = None
+            conn.head, conn.head_since = b"", None
             seconds = int(self.client_timeout)
             bound = struct.pack("ll", seconds, int((self.client_timeout - seconds) * 1_000_000))
             conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, bound)
@@ -69,44 +73,67 @@ class ThreadWorker(gthread.ThreadWorker):
         return result
 
     def _handle(self, conn: Any) -> Any:
-        if self._head_incomplete(conn):
-            now = time.monotonic()
-            if conn.head_since is None:
-                conn.head_since = now
-            elif now - conn.head_since > self.client_timeout:
-                self._answer_timeout(conn)
+        if self._reads_heads(conn):
+            head = self._take_head(conn)
+            if head is _WAITING:
+                now = time.monotonic()
+                if conn.head_since is None:
+                    conn.head_since = now
+                elif now - conn.head_since > self.client_timeout:
+                    self._refuse(conn, "408 Request Timeout", self._late_head())
+                    return False
+                return gthread._DEFER  # back to the poller until more arrives
+            if head is _TOO_LARGE:
+                self._refuse(
+                    conn, "431 Request Header Fields Too Large",
+                    f"Request header fields too large: the request's head is over {_HEAD_BYTES} "
+                    "bytes",
+                )  # fmt: skip
                 return False
-            return gthread._DEFER  # back to the poller until more arrives
+            if head is _GONE:
+                return False
         conn.head_since = None
         return super().handle(conn)
 
-    def _head_incomplete(self, conn: Any) -> bool:
-        """Whether the next request's head has yet to arrive whole (or at all), looked at
-        without taking it off the socket. Not for TLS or HTTP/2, whose bytes are not a head
-        (neither is served here: the proxy in front speaks them), nor when gunicorn already
-        holds bytes it read ahead."""
-        if self.cfg.is_ssl or conn.is_http2:
+    def _reads_heads(self, conn: Any) -> bool:
+        """Whether this worker takes the connection's heads itself: not over TLS or HTTP/2
+        (neither is served here: the proxy in front speaks them), whose first bytes are not a
+        head, nor when gunicorn already holds the next request's bytes, read ahead."""
+        if self.cfg.is_ssl or negotiation.prior_knowledge_allowed(self.cfg, conn.client):
             return False
-        if conn.parser is not None and conn.parser.unreader.buf.getvalue():
-            return False
-        try:
-            data = conn.sock.recv(_PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False  # gunicorn's own read meets the error and ends the connection
-        if not data or len(data) == _PEEK_BYTES:
-            return False
-        return b"\r\n\r\n" not in data and b"\n\n" not in data
+        return conn.parser is None or not conn.parser.unreader.buf.getvalue()
 
-    def _answer_timeout(self, conn: Any) -> None:
-        message = (
-            f"Request timeout: the request's head did not arrive within "
-            f"{self.client_timeout:g} s (CLIENT_TIMEOUT)"
+    def _take_head(self, conn: Any) -> object:
+        """Read what has arrived of the next request's head without waiting. Once it is whole,
+        it goes (with whatever came after it) to gunicorn's parser, as if the parser had read
+        it, and _WHOLE is returned; else _WAITING, _TOO_LARGE or _GONE."""
+        try:
+            data = conn.sock.recv(_HEAD_BYTES + 1 - len(conn.head), socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return _WAITING
+        except OSError:
+            return _GONE
+        if not data:
+            return _GONE  # the client closed before its head was whole
+        conn.head += data
+        if b"\r\n\r\n" not in conn.head and b"\n\n" not in conn.head:
+            return _TOO_LARGE if len(conn.head) > _HEAD_BYTES else _WAITING
+        if conn.parser is None:
+            conn.init()
+        conn.parser.unreader.unread(conn.head)
+        conn.head, conn.data_ready = b"", True
+        return _WHOLE
+
+    def _late_head(self) -> str:
+        return (
+            f"Request timeout: the request's head did not arrive whole within "
+            f"{self.client_timeout:g} s (CLIENT_TIMEOUT), or stopped for {self.cfg.keepalive} s"
         )
-        body = json.dumps({"code": "408", "message": message}).encode()
+
+    def _refuse(self, conn: Any, status: str, message: str) -> None:
+        body = json.dumps({"code": status[:3], "message": message}).encode()
         head = (
-            "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+            f"HTTP/1.1 {status}\r\nConnection: close\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         ).encode()
         self.log.info("%s: %s", conn.client, message)
@@ -132,8 +159,16 @@ class ThreadWorker(gthread.ThreadWorker):
             super().finish_request(conn, fs)
 
     def murder_pending(self) -> None:
-        super().murder_pending()
+        """gunicorn closes a connection left silent for its keep-alive time (5 s); one that
+        stopped half-way through a head is told why first. And the closing connections whose
+        time is up are closed."""
         now = time.monotonic()
+        for conn in self.pending_conns:
+            if conn.timeout > now:
+                break
+            if conn.head:
+                self._refuse(conn, "408 Request Timeout", self._late_head())
+        super().murder_pending()
         while self.lingering and self.lingering[0].timeout <= now:
             self._closed(self.lingering[0])
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from django.db import connection
 
@@ -22,7 +23,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
 CLIENT_TIMEOUT = 1.5
 THREADS = 2
+KEEPALIVE = 1
 STALLED = 2 * THREADS + 1  # more than the worker's threads, with room to spare
+
+
+LATE_HEAD = (
+    "Request timeout: the request's head did not arrive whole within 1.5 s (CLIENT_TIMEOUT), "
+    "or stopped for 1 s"
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +47,8 @@ def served(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> I
         "WEB_CONCURRENCY": "1",
         "WEB_THREADS": str(THREADS),
         "CLIENT_TIMEOUT": str(CLIENT_TIMEOUT),
+        # A silent connection, or a head that stopped, is closed after this (5 s as deployed).
+        "GUNICORN_CMD_ARGS": f"--keep-alive {KEEPALIVE}",
     }
     env.pop("REDIS_URL", None)
     log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
@@ -97,17 +107,54 @@ def test_half_sent_heads_hold_no_thread_and_each_gets_its_408(port: int) -> None
         assert max(answered_at_once(port) for _ in range(3)) < 0.5
         for sock in stalled:
             answer, closed_after = answer_of(sock)
-            assert closed_after < CLIENT_TIMEOUT + 2
+            assert closed_after < KEEPALIVE + 2  # the poller looks each second
             status, body = error_object(answer)
             assert status == "HTTP/1.1 408 Request Timeout"
-            assert body == {
-                "code": "408",
-                "message": "Request timeout: the request's head did not arrive within 1.5 s "
-                "(CLIENT_TIMEOUT)",
-            }
+            assert body == {"code": "408", "message": LATE_HEAD}
     finally:
         for sock in stalled:
             sock.close()
+
+
+def server_cpu_seconds(port: int) -> float:
+    listening = {
+        c.pid
+        for c in psutil.net_connections(kind="tcp")
+        if c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN and c.pid
+    }
+    assert listening
+    processes = [psutil.Process(pid) for pid in listening]
+    return sum(sum(p.cpu_times()[:2]) for p in processes)
+
+
+def test_a_half_sent_head_costs_no_cpu_while_it_waits(port: int) -> None:
+    """What has arrived of a head is taken off the socket: the poller wakes again only for
+    more, not for what it was told of already."""
+    stalled = [opened(port, b"GET /v1/ HTTP/1.1\r\nHost: 127.0.0.1\r\n") for _ in range(STALLED)]
+    closed = opened(port, b"GET /v1/ HTTP/1.1\r\n")
+    closed.shutdown(socket.SHUT_WR)  # and nothing more will come
+    try:
+        time.sleep(0.2)
+        before = server_cpu_seconds(port)
+        time.sleep(1)
+        assert server_cpu_seconds(port) - before < 0.1
+        assert answer_of(closed, wait=2)[0] == b""  # closed without a word
+    finally:
+        for sock in [*stalled, closed]:
+            sock.close()
+
+
+def test_a_head_over_64_kib_is_a_431(port: int) -> None:
+    sock = opened(port, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 70_000)
+    try:
+        status, body = error_object(answer_of(sock)[0])
+    finally:
+        sock.close()
+    assert status == "HTTP/1.1 431 Request Header Fields Too Large"
+    assert body == {
+        "code": "431",
+        "message": "Request header fields too large: the request's head is over 65536 bytes",
+    }
 
 
 def test_a_head_trickled_a_byte_at_a_time_is_cut_off(port: int) -> None:
@@ -246,4 +293,4 @@ def test_a_kept_alive_connection_serves_request_after_request(port: int) -> None
 
 def test_the_log_of_a_run_names_each_cut_off_client(served: tuple) -> None:
     log: Path = served[1]
-    assert "Request timeout: the request's head did not arrive within 1.5 s" in log.read_text()
+    assert LATE_HEAD in log.read_text()
