@@ -110,7 +110,10 @@ def body_not_received(exc: BaseException) -> tuple[int, str] | None:
         errno.EAGAIN,
         errno.EWOULDBLOCK,
     ):
-        return 408, "Request timeout: the request's body stopped arriving (CLIENT_TIMEOUT)"
+        return 408, (
+            "Request timeout: the request's body stopped arriving, or came too slowly "
+            "(CLIENT_TIMEOUT)"
+        )
     return 400, "Bad request: the request's body ended before its Content-Length"
 
 

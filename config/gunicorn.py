@@ -32,9 +32,11 @@ workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2)
 # gunicorn's gthread, whose threads keep client connections alive (which sync workers cannot),
 # with a bound on how long a client may keep a thread waiting (core.workers): a request's head
 # is read once it is all there, within CLIENT_TIMEOUT seconds of its first bytes, and its body
-# and answer must move at least every CLIENT_TIMEOUT seconds.
+# and answer must move at least every CLIENT_TIMEOUT seconds (the body at 500 bytes a second).
 worker_class = "core.workers.ThreadWorker"
 client_timeout = float(os.environ.get("CLIENT_TIMEOUT", "30"))
+if not client_timeout > 0:  # 0 would turn the sockets' bounds off
+    raise SystemExit(f"CLIENT_TIMEOUT must be a number of seconds above 0, not {client_timeout}")
 # Files (the static ones) written through the socket like any answer, bounded as above: Python's
 # sendfile waits without a bound for a client that stopped reading.
 sendfile = False

@@ -17,8 +17,9 @@ So here:
   thread, and a head not whole within CLIENT_TIMEOUT seconds is answered 408, with the error
   object, and the connection closed (one over 64 KiB, 431);
 - once the head is in, reading the body and writing the answer fail when the client moves
-  nothing for CLIENT_TIMEOUT seconds (the socket's SO_RCVTIMEO and SO_SNDTIMEO), which frees
-  the thread; a body that stopped is a 408 too (api.errors.body_not_received);
+  nothing for CLIENT_TIMEOUT seconds (the socket's SO_RCVTIMEO and SO_SNDTIMEO), and the body
+  when it comes slower than 500 bytes a second past its first CLIENT_TIMEOUT (_paced), which
+  frees the thread; a body too late is a 408 too (api.errors.body_not_received);
 - a connection that ends is closed from the poller, which reads what the client still sends
   (so that the close does not reset the connection under the answer) without holding a thread
   or the main loop.
@@ -40,6 +41,14 @@ from gunicorn.workers import gthread
 
 # The largest head taken (nginx takes 32 KiB by default; a head is 0.5 to 2 KiB).
 _HEAD_BYTES = 64 * 1024
+
+
+def _whole(head: bytes) -> bool:
+    return b"\r\n\r\n" in head or b"\n\n" in head
+
+
+# Bytes a second a body must come at, past its first CLIENT_TIMEOUT seconds (Apache's MinRate).
+_BODY_MIN_RATE = 500
 # What a connection's next head is.
 _WAITING, _WHOLE, _TOO_LARGE, _GONE = object(), object(), object(), object()
 # At most how long and how much a closing connection reads of what the client still sends
@@ -66,6 +75,8 @@ class ThreadWorker(gthread.ThreadWorker):
 
     def handle(self, conn: Any) -> Any:
         result = self._handle(conn)
+        if result is gthread._DEFER and not self.alive:
+            result = False  # stopping: gunicorn would take it for a kept-alive connection
         if result is False:  # the connection ends: the answer is followed by FIN at once
             conn.closing = True
             with contextlib.suppress(OSError):
@@ -77,9 +88,9 @@ class ThreadWorker(gthread.ThreadWorker):
             head = self._take_head(conn)
             if head is _WAITING:
                 now = time.monotonic()
-                if conn.head_since is None:
-                    conn.head_since = now
-                elif now - conn.head_since > self.client_timeout:
+                if conn.head and conn.head_since is None:
+                    conn.head_since = now  # its first bytes
+                if conn.head_since is not None and now - conn.head_since > self.client_timeout:
                     self._refuse(conn, "408 Request Timeout", self._late_head())
                     return False
                 return gthread._DEFER  # back to the poller until more arrives
@@ -98,26 +109,30 @@ class ThreadWorker(gthread.ThreadWorker):
     def _reads_heads(self, conn: Any) -> bool:
         """Whether this worker takes the connection's heads itself: not over TLS or HTTP/2
         (neither is served here: the proxy in front speaks them), whose first bytes are not a
-        head, nor when gunicorn already holds the next request's bytes, read ahead."""
-        if self.cfg.is_ssl or negotiation.prior_knowledge_allowed(self.cfg, conn.client):
-            return False
-        return conn.parser is None or not conn.parser.unreader.buf.getvalue()
+        head."""
+        return not (self.cfg.is_ssl or negotiation.prior_knowledge_allowed(self.cfg, conn.client))
 
     def _take_head(self, conn: Any) -> object:
-        """Read what has arrived of the next request's head without waiting. Once it is whole,
-        it goes (with whatever came after it) to gunicorn's parser, as if the parser had read
-        it, and _WHOLE is returned; else _WAITING, _TOO_LARGE or _GONE."""
-        try:
-            data = conn.sock.recv(_HEAD_BYTES + 1 - len(conn.head), socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return _WAITING
-        except OSError:
-            return _GONE
-        if not data:
-            return _GONE  # the client closed before its head was whole
-        conn.head += data
-        if b"\r\n\r\n" not in conn.head and b"\n\n" not in conn.head:
-            return _TOO_LARGE if len(conn.head) > _HEAD_BYTES else _WAITING
+        """Take what has arrived of the next request's head, without waiting: what gunicorn
+        read ahead of it (the client sent it behind the last request), then the socket's. Once
+        it is whole, it goes (with whatever came after it) to gunicorn's parser, as if the
+        parser had read it, and _WHOLE is returned; else _WAITING, _TOO_LARGE or _GONE."""
+        if conn.parser is not None:
+            conn.head += conn.parser.unreader.take_buffered()
+        if not _whole(conn.head):
+            if len(conn.head) > _HEAD_BYTES:
+                return _TOO_LARGE
+            try:
+                data = conn.sock.recv(_HEAD_BYTES + 1 - len(conn.head), socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return _WAITING
+            except OSError:
+                return _GONE
+            if not data:
+                return _GONE  # the client closed before its head was whole
+            conn.head += data
+            if not _whole(conn.head):
+                return _TOO_LARGE if len(conn.head) > _HEAD_BYTES else _WAITING
         if conn.parser is None:
             conn.init()
         conn.parser.unreader.unread(conn.head)
@@ -142,6 +157,8 @@ class ThreadWorker(gthread.ThreadWorker):
             conn.sock.send(head + body, socket.MSG_DONTWAIT)
 
     def handle_request(self, req: Any, conn: Any) -> bool:
+        unreader = conn.parser.unreader
+        unreader.chunk = _paced(unreader, self.client_timeout)
         try:
             return bool(super().handle_request(req, conn))
         except BlockingIOError:  # the socket's bound: the client moved nothing meanwhile
@@ -151,6 +168,8 @@ class ThreadWorker(gthread.ThreadWorker):
                 conn.client, self.client_timeout, req.method, req.path,
             )  # fmt: skip
             return False
+        finally:
+            del unreader.chunk
 
     def finish_request(self, conn: Any, fs: Future[Any]) -> None:
         if getattr(conn, "closing", False):
@@ -202,3 +221,25 @@ class ThreadWorker(gthread.ThreadWorker):
             self.poller.unregister(conn.sock)
         conn.close()
         self.nr_conns -= 1
+
+
+def _paced(unreader: Any, client_timeout: float) -> Any:
+    """The unreader's reads of a request's body, bounded in all as Apache's mod_reqtimeout
+    bounds them: CLIENT_TIMEOUT seconds, and one more for every _BODY_MIN_RATE bytes received.
+    Each read is bounded by CLIENT_TIMEOUT already (SO_RCVTIMEO); without this, a client that
+    sent a byte just before each bound ran out would hold its thread for as long as it liked."""
+    read = type(unreader).chunk
+    started, received = time.monotonic(), 0
+
+    def chunk(size_hint: int | None = None) -> bytes:
+        nonlocal received
+        if time.monotonic() - started > client_timeout + received / _BODY_MIN_RATE:
+            raise TimeoutError(
+                f"the body came slower than {_BODY_MIN_RATE} bytes a second after "
+                f"{client_timeout:g} s (CLIENT_TIMEOUT)"
+            )
+        data = read(unreader, size_hint)
+        received += len(data)
+        return data
+
+    return chunk

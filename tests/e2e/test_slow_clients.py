@@ -32,6 +32,10 @@ LATE_HEAD = (
     "or stopped for 1 s"
 )
 
+BODY_LATE = (
+    "Request timeout: the request's body stopped arriving, or came too slowly (CLIENT_TIMEOUT)"
+)
+
 
 @pytest.fixture(scope="module")
 def served(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
@@ -209,13 +213,58 @@ def test_a_body_that_stops_arriving_is_a_408_naming_the_limit(
     for answer, _ in answers:
         status, body = error_object(answer)
         assert status == "HTTP/1.1 408 Request Timeout", answer[:300]
-        assert body == {
-            "code": "408",
-            "message": "Request timeout: the request's body stopped arriving (CLIENT_TIMEOUT)",
-        }
+        assert body == {"code": "408", "message": BODY_LATE}
     log_text = log.read_text()
     assert "Internal Server Error" not in log_text
     assert "Traceback" not in log_text
+
+
+def test_a_body_trickled_just_under_each_reads_bound_is_cut_off(port: int) -> None:
+    """A byte a second never lets one read wait CLIENT_TIMEOUT (1.5 s), but the body as a whole
+    must come at 500 bytes a second past its first CLIENT_TIMEOUT."""
+    head = (
+        b"POST /v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000\r\n\r\n"
+    )
+    socks = [opened(port, head) for _ in range(THREADS)]  # every thread on one
+    started, waiting = time.monotonic(), list(socks)
+    try:
+        while waiting and time.monotonic() - started < CLIENT_TIMEOUT + 3:
+            time.sleep(0.9)
+            answered = select.select(waiting, [], [], 0)[0]
+            waiting = [sock for sock in waiting if sock not in answered]
+            for sock in waiting:
+                sock.send(b" ")
+        assert not waiting
+        assert answered_at_once(port) < 0.5
+        answers = [answer_of(sock)[0] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+    for answer in answers:
+        status, body = error_object(answer)
+        assert status == "HTTP/1.1 408 Request Timeout", answer[:200]
+        assert body["message"] == BODY_LATE
+
+
+def test_a_head_sent_behind_an_answered_request_and_left_half_way_holds_no_thread(
+    port: int,
+) -> None:
+    """A request and half the next one in one send: gunicorn reads the half along with the
+    first, and the worker takes it back to wait for the rest in the poller."""
+    both = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /health HTTP/1.1\r\nHost: 1"
+    socks = [opened(port, both) for _ in range(STALLED)]
+    try:
+        time.sleep(0.2)
+        assert max(answered_at_once(port) for _ in range(3)) < 0.5
+        answers = [answer_of(sock)[0] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+    for answer in answers:
+        first, _, second = answer.partition(b"HTTP/1.1 408")
+        assert first.startswith(b"HTTP/1.1 200 OK"), answer[:200]
+        assert LATE_HEAD.encode() in second
 
 
 def test_an_answer_the_client_stops_reading_frees_its_thread(served: tuple) -> None:
