@@ -54,6 +54,10 @@ def served(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> I
         # A silent connection, or a head that stopped, is closed after this (5 s as deployed).
         "GUNICORN_CMD_ARGS": f"--keep-alive {KEEPALIVE}",
     }
+    # A static file of 4 MiB to be answered (a fresh clone has collected none).
+    static = tmp_path_factory.mktemp("static")
+    (static / "answer.bin").write_bytes(os.urandom(4 * 1024 * 1024))
+    env["STATIC_ROOT"] = str(static)
     env.pop("REDIS_URL", None)
     log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
     with gunicorn_service(env, log) as port:
@@ -268,19 +272,17 @@ def test_a_head_sent_behind_an_answered_request_and_left_half_way_holds_no_threa
 
 
 def test_an_answer_the_client_stops_reading_frees_its_thread(served: tuple) -> None:
-    """A 3.9 MB static file to clients that read none of it: each thread is freed once its
+    """A 4 MiB static file to clients that read none of it: each thread is freed once its
     write moved nothing for CLIENT_TIMEOUT, with a line in the log and no traceback."""
     port, log = served
-    request = b"GET /static/drf_spectacular_sidecar/redoc/bundles/redoc.standalone.js.map HTTP/1.1"
-    stalled = [
-        opened(port, request + b"\r\nHost: 127.0.0.1\r\n\r\n", receive_buffer=4096)
-        for _ in range(STALLED)
-    ]
+    request = b"GET /static/answer.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    stalled = [opened(port, request, receive_buffer=4096) for _ in range(STALLED)]
     try:
         time.sleep(0.3)
         waited = answered_at_once(port)
         assert waited < CLIENT_TIMEOUT + 2
         assert max(answered_at_once(port) for _ in range(3)) < 0.5
+        assert [sock.recv(12) for sock in stalled] == [b"HTTP/1.1 200"] * STALLED
     finally:
         for sock in stalled:
             sock.close()
