@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -276,6 +277,20 @@ def status(port: int, path: str) -> int:
         return 0
     finally:
         conn.close()
+
+
+def production_env(name: str, db: dict[str, Any], **settings: str) -> dict[str, str]:
+    """The environment of the service under the production settings on the tests' database
+    `db` (Django's settings_dict), over plain HTTP from 127.0.0.1, with `settings` on top."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "SECRET_KEY": f"{name}-test-secret-key-long-enough-for-hs256-signing",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        **settings,
+    }
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 value replaced, whatever part of the line would hold it."""
 
 import http.client
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from tests.servers import gunicorn_service
+from tests.servers import gunicorn_service, production_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
@@ -22,17 +21,12 @@ SECRET = "PollTokenThatMustNotBeLogged0123456789abcdefghijklmnopqrstuvwxyzABCD"
 def service(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """The service under gunicorn with the production settings and its access log on stdout,
     which goes to the log file: its port, and the log."""
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
-        "SECRET_KEY": "access-log-test-secret-key-long-enough-for-hs256-signing",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_SSL_REDIRECT": "false",
-        "WEB_CONCURRENCY": "1",
-        "GUNICORN_CMD_ARGS": "--access-logfile -",
-    }
+    env = production_env(
+        "access-log",
+        connection.settings_dict,
+        WEB_CONCURRENCY="1",
+        GUNICORN_CMD_ARGS="--access-logfile -",
+    )
     env.pop("REDIS_URL", None)
     env.pop("DEBUG", None)
     log = tmp_path / "gunicorn.log"

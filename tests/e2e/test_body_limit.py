@@ -4,7 +4,6 @@ body sent to a page is refused before anything stores it."""
 
 import http.client
 import json
-import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.factories import UserFactory
-from tests.servers import gunicorn_service
+from tests.servers import gunicorn_service, production_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
@@ -34,19 +33,14 @@ def service(
 ) -> Iterator[int]:
     """The service under gunicorn (config/gunicorn.py) on the tests' database, one for the
     module (each test makes a user of its own): its port."""
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
-        "SECRET_KEY": "body-limit-test-secret-key-long-enough-for-hs256-signing",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_SSL_REDIRECT": "false",
-        "WEB_CONCURRENCY": "2",
-        "LOG_LEVEL": "WARNING",
-        "THROTTLE_LOGIN_RATE": "1000/min",  # a login before each try
-        "TMPDIR": str(spool),
-    }
+    env = production_env(
+        "body-limit",
+        connection.settings_dict,
+        WEB_CONCURRENCY="2",
+        LOG_LEVEL="WARNING",
+        THROTTLE_LOGIN_RATE="1000/min",  # a login before each try
+        TMPDIR=str(spool),
+    )
     env.pop("REDIS_URL", None)
     with gunicorn_service(env, tmp_path_factory.mktemp("gunicorn") / "gunicorn.log") as port:
         yield port

@@ -4,7 +4,6 @@ default; docs/operations.md, "Behind a proxy"). A client that reaches gunicorn d
 from 127.0.0.2, chooses neither the address the login lockout counts nor HTTPS."""
 
 import http.client
-import os
 from base64 import b64encode
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from django.db import connection
 
 from tests.factories import UserFactory
-from tests.servers import gunicorn_service
+from tests.servers import gunicorn_service, production_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
@@ -25,19 +24,14 @@ DIRECT = "127.0.0.2"  # another peer: no proxy of ours
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[int]:
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
-        "SECRET_KEY": "proxy-headers-test-secret-key-long-enough-for-hs256-signing",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_SSL_REDIRECT": "false",
-        "NUM_PROXIES": "1",
+    env = production_env(
+        "proxy-headers",
+        connection.settings_dict,
+        NUM_PROXIES="1",
         # One process: its own count of login attempts is the whole count (no Redis here).
-        "WEB_CONCURRENCY": "1",
-        "LOG_LEVEL": "WARNING",
-    }
+        WEB_CONCURRENCY="1",
+        LOG_LEVEL="WARNING",
+    )
     for unset in ("REDIS_URL", "DEBUG", "TRUSTED_PROXIES", "THROTTLE_LOGIN_RATE"):
         env.pop(unset, None)
     with gunicorn_service(env, tmp_path / "gunicorn.log") as port:

@@ -16,7 +16,7 @@ import psutil
 import pytest
 from django.db import connection
 
-from tests.servers import gunicorn_service
+from tests.servers import gunicorn_service, production_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
@@ -39,20 +39,15 @@ BODY_LATE = (
 @pytest.fixture(scope="module")
 def served(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     """One worker of THREADS threads, as small as a home server's: its port and its log."""
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
-        "SECRET_KEY": "slow-clients-test-secret-key-long-enough-for-hs256-signing",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "ALLOWED_HOSTS": "127.0.0.1",
-        "SECURE_SSL_REDIRECT": "false",
-        "WEB_CONCURRENCY": "1",
-        "WEB_THREADS": str(THREADS),
-        "CLIENT_TIMEOUT": str(CLIENT_TIMEOUT),
+    env = production_env(
+        "slow-clients",
+        connection.settings_dict,
+        WEB_CONCURRENCY="1",
+        WEB_THREADS=str(THREADS),
+        CLIENT_TIMEOUT=str(CLIENT_TIMEOUT),
         # A silent connection, or a head that stopped, is closed after this (5 s as deployed).
-        "GUNICORN_CMD_ARGS": f"--keep-alive {KEEPALIVE}",
-    }
+        GUNICORN_CMD_ARGS=f"--keep-alive {KEEPALIVE}",
+    )
     # A static file of 4 MiB to be answered (a fresh clone has collected none).
     static = tmp_path_factory.mktemp("static")
     (static / "answer.bin").write_bytes(os.urandom(4 * 1024 * 1024))
