@@ -34,9 +34,15 @@ workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2)
 # is read once it is all there, within CLIENT_TIMEOUT seconds of its first bytes, and its body
 # and answer must move at least every CLIENT_TIMEOUT seconds (the body at 500 bytes a second).
 worker_class = "core.workers.ThreadWorker"
-client_timeout = float(os.environ.get("CLIENT_TIMEOUT", "30"))
-if not client_timeout > 0:  # 0 would turn the sockets' bounds off
-    raise SystemExit(f"CLIENT_TIMEOUT must be a number of seconds above 0, not {client_timeout}")
+try:
+    client_timeout = float(os.environ.get("CLIENT_TIMEOUT", "30"))
+except ValueError:
+    client_timeout = 0.0
+if not (0 < client_timeout < 86_400):  # 0 would turn the sockets' bounds off
+    raise SystemExit(
+        "CLIENT_TIMEOUT must be a number of seconds above 0 and below a day, "
+        f"not {os.environ.get('CLIENT_TIMEOUT')!r}"
+    )
 # Files (the static ones) written through the socket like any answer, bounded as above: Python's
 # sendfile waits without a bound for a client that stopped reading.
 sendfile = False

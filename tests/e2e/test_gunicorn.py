@@ -161,3 +161,20 @@ def test_by_default_only_this_machine_reaches_the_service(monkeypatch: pytest.Mo
     config = runpy.run_path(str(ROOT / "config" / "gunicorn.py"))
     assert config["bind"] == "0.0.0.0:8000"
     assert config["forwarded_allow_ips"] == "10.0.0.0/8"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "nan", "inf"])
+def test_a_client_timeout_that_is_no_bound_stops_the_server_with_the_reason(value):
+    """0 would turn the sockets' bounds off, and a word or an endless one would fail at the
+    first connection instead of at start."""
+    started = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py", "--check-config",
+         "config.wsgi"],
+        cwd=ROOT, env={**os.environ, "CLIENT_TIMEOUT": value}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert started.returncode != 0
+    assert (
+        "CLIENT_TIMEOUT must be a number of seconds above 0 and below a day, "
+        f"not '{value}'" in started.stdout + started.stderr
+    )
