@@ -97,6 +97,12 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return error_response(500) if _is_api(request) else defaults.server_error(request)
 
 
+# A body that stopped arriving or came too slowly (core.workers' bounds).
+BODY_LATE = (
+    "Request timeout: the request's body stopped arriving, or came too slowly (CLIENT_TIMEOUT)"
+)
+
+
 def body_not_received(exc: BaseException) -> tuple[int, str] | None:
     """The status and message for a body the client stopped sending (408: nothing came for
     CLIENT_TIMEOUT seconds, core.workers) or cut short (400), or None for any other error. The
@@ -110,10 +116,7 @@ def body_not_received(exc: BaseException) -> tuple[int, str] | None:
         errno.EAGAIN,
         errno.EWOULDBLOCK,
     ):
-        return 408, (
-            "Request timeout: the request's body stopped arriving, or came too slowly "
-            "(CLIENT_TIMEOUT)"
-        )
+        return 408, BODY_LATE
     return 400, "Bad request: the request's body ended before its Content-Length"
 
 

@@ -14,7 +14,7 @@ from django.contrib.sessions import middleware as sessions
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
-from api.errors import body_not_received, error_response
+from api.errors import BODY_LATE, body_not_received, error_response
 
 # What a proxy in front tells about the request it passes on: the client's address, and the
 # scheme, host and port it was sent to (Django reads the host and port only with
@@ -81,38 +81,58 @@ class ApiMiddleware:
 IMPORT_FILE_PATH = "/data/import-history/"
 
 
-class BodySizeLimitMiddleware(ApiMiddleware):
-    """Answers 413 when a request's body is over its limit, before anything reads it: on API
-    paths MAX_BODY_BYTES with the error object, elsewhere (the pages, the admin) the plain-text
-    MAX_PAGE_BODY_BYTES.
+def body_limit(path: str) -> tuple[int, str]:
+    """The most bytes a request's body to `path` (its path_info) may hold, and the setting that
+    says so. core.workers asks it too, before any thread reads a body (config/gunicorn.py)."""
+    if path == IMPORT_FILE_PATH:  # a history of years (docs/imports.md)
+        return settings.IMPORT_MAX_FILE_BYTES + 64 * 1024, "IMPORT_MAX_FILE_BYTES"
+    if path.startswith(tuple(settings.API_PATH_PREFIXES)):
+        return settings.MAX_BODY_BYTES, "MAX_BODY_BYTES"
+    return settings.MAX_PAGE_BODY_BYTES, "MAX_PAGE_BODY_BYTES"
+
+
+def body_refusal(path: str, status: int) -> HttpResponse:
+    """The answer to a body refused before it was read whole: 413 over body_limit(path), or 408
+    too late (CLIENT_TIMEOUT); the error object on API paths, plain text on the pages."""
+    if status == 413:
+        limit, setting = body_limit(path)
+        message, named = f"Request body too large: the limit is {limit} bytes", setting
+    else:
+        message, named = BODY_LATE, ""
+    return _refusal(path, status, message, named)
+
+
+def body_discard_bytes() -> int:
+    return settings.BODY_DISCARD_BYTES
+
+
+def _refusal(path: str, status: int, message: str, setting: str = "") -> HttpResponse:
+    if path.startswith(tuple(settings.API_PATH_PREFIXES)):
+        return error_response(status, message)
+    text = f"{message} ({setting}).\n" if setting else f"{message}.\n"
+    return HttpResponse(text, status=status, content_type="text/plain; charset=utf-8")
+
+
+class BodySizeLimitMiddleware:
+    """Answers 413 when a request's body is over its limit (body_limit), before anything reads
+    it: on API paths with the error object, elsewhere (the pages, the admin) in plain text.
+    Under gunicorn the worker has answered it already (core.workers); this is for any other
+    server.
 
     DRF parsers read the stream directly, so Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check
     never runs for JSON bodies; and Django spools a large multipart upload to a temporary file
     before the CSRF check could refuse it.
     """
 
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
     def __call__(self, request: HttpRequest) -> HttpResponse:
         length = _content_length(request)
-        api = request.path_info.startswith(self.prefixes)
-        limit = settings.MAX_BODY_BYTES if api else settings.MAX_PAGE_BODY_BYTES
-        if request.path_info == IMPORT_FILE_PATH:  # a history of years (docs/imports.md)
-            limit = settings.IMPORT_MAX_FILE_BYTES + 64 * 1024
-        if length <= limit:
+        if length <= body_limit(request.path_info)[0]:
             return self.get_response(request)
         _discard_body(request, length)
-        message = f"Request body too large: the limit is {limit} bytes"
-        if api:
-            return error_response(413, message)
-        setting = (
-            "IMPORT_MAX_FILE_BYTES"
-            if request.path_info == IMPORT_FILE_PATH
-            else "MAX_PAGE_BODY_BYTES"
-        )
-        return HttpResponse(
-            f"{message} ({setting}).\n",
-            status=413,
-            content_type="text/plain; charset=utf-8",
-        )
+        return body_refusal(request.path_info, 413)
 
 
 class SignedInUploadMiddleware:
@@ -176,11 +196,7 @@ class BodyNotReceivedMiddleware(ApiMiddleware):
         if unread is None:
             return None
         status, message = unread
-        if request.path_info.startswith(self.prefixes):
-            return error_response(status, message)
-        return HttpResponse(
-            f"{message}.\n", status=status, content_type="text/plain; charset=utf-8"
-        )
+        return _refusal(request.path_info, status, message)
 
 
 class PrivateAnswersMiddleware:

@@ -18,6 +18,10 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # service's own TRUSTED_PROXIES, so that no other peer makes a request HTTPS through gunicorn
 # either (api.middleware.TrustedProxiesMiddleware). A Unix socket's peer is always believed.
 forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES", "127.0.0.1,::1")
+# Only X-Forwarded-Proto, the header the service's proxy blocks set and the service itself reads
+# (SECURE_PROXY_SSL_HEADER): gunicorn also believed X-Forwarded-Ssl and X-Forwarded-Protocol,
+# which a proxy that does not set them passes on from the client as they came.
+secure_scheme_headers = {"X-FORWARDED-PROTO": "https"}
 # One access-log line per request, on the standard output beside the service's own log (where
 # systemd's journal or the container's log keeps it); ACCESS_LOG=false turns it off (a proxy in
 # front that logs them already). It keeps no Nextcloud poll token (nextcloud.logs).
@@ -31,8 +35,9 @@ control_socket_disable = True
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2))
 # gunicorn's gthread, whose threads keep client connections alive (which sync workers cannot),
 # with a bound on how long a client may keep a thread waiting (core.workers): a request's head
-# is read once it is all there, within CLIENT_TIMEOUT seconds of its first bytes, and its body
-# and answer must move at least every CLIENT_TIMEOUT seconds (the body at 500 bytes a second).
+# is read once it is all there, within CLIENT_TIMEOUT seconds of its first bytes, and so is its
+# body, up to its path's limit (at 500 bytes a second past its first CLIENT_TIMEOUT); an answer
+# must be taken at 4 KiB a second past its first CLIENT_TIMEOUT.
 worker_class = "core.workers.ThreadWorker"
 try:
     client_timeout = float(os.environ.get("CLIENT_TIMEOUT", "30"))
@@ -69,6 +74,9 @@ def pre_fork(server: Any, worker: Any) -> None:
 
 def post_fork(server: Any, worker: Any) -> None:
     worker.client_timeout = client_timeout
+    # A body's limits and refusals are the service's own (api.middleware): the worker applies
+    # them before any thread reads a body.
+    worker.body_rules = "api.middleware"
 
 
 def on_starting(server: Any) -> None:

@@ -2,13 +2,17 @@
 client, which sends its whole body before it reads the answer, must be able to read it; and a
 body sent to a page is refused before anything stores it."""
 
+import contextlib
 import http.client
 import json
+import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -139,3 +143,71 @@ def test_a_body_just_over_the_page_limit_gets_its_413(service):
     assert response.status == 413
     text = response.read().decode()
     assert f"the limit is {settings.MAX_PAGE_BODY_BYTES} bytes (MAX_PAGE_BODY_BYTES)" in text
+
+
+def held_open(port: int, folder: Path) -> int:
+    """Bytes in files under `folder` that the server at `port` holds open: a temporary file
+    has no name there (O_TMPFILE), only the worker's descriptor."""
+    held = 0
+    for server in psutil.process_iter(["cmdline"]):
+        if f"127.0.0.1:{port}" not in " ".join(server.info["cmdline"] or []):
+            continue
+        for process in [server, *server.children()]:
+            for fd in Path(f"/proc/{process.pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd).startswith(str(folder)):
+                        held += fd.stat().st_size
+    return held
+
+
+def history_head(size: int) -> bytes:
+    return (
+        f"POST /data/import-history/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n"
+        "Content-Type: multipart/form-data; boundary=xxxxxxxx\r\n\r\n"
+    ).encode()
+
+
+def test_a_large_history_upload_is_received_then_refused_to_anyone_signed_out(service, spool):
+    """The history file's path takes IMPORT_MAX_FILE_BYTES, received by the worker before the
+    service can tell who sends it (into a temporary file past 64 KiB): signed out, the sign-in
+    rule refuses it, and the temporary file is gone."""
+    size = 6 * 1024 * 1024
+    with socket.create_connection(("127.0.0.1", service), timeout=30) as sock:
+        sock.sendall(history_head(size))
+        sock.sendall(b"\0" * (size // 2))
+        time.sleep(0.3)
+        assert held_open(service, spool) >= size // 4  # on disk, not in the worker's memory
+        sock.sendall(b"\0" * (size - size // 2))
+        answer = b""
+        while b"sign in" not in answer and (chunk := sock.recv(4096)):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"(MAX_PAGE_BODY_BYTES) until you sign in" in answer
+    time.sleep(0.3)
+    assert held_open(service, spool) == 0
+
+
+def test_a_third_large_upload_at_once_is_told_to_come_back(service):
+    """At most two bodies over 4 MiB are received at once by a worker (WEB_CONCURRENCY=2
+    here: four in all), whoever sends them: the next one is told so, with Retry-After."""
+    size = 8 * 1024 * 1024
+    held = [socket.create_connection(("127.0.0.1", service), timeout=30) for _ in range(5)]
+    try:
+        for sock in held:
+            sock.sendall(history_head(size) + b"\0" * 1000)
+        answers = []
+        for sock in held:
+            sock.settimeout(2)
+            try:
+                answers.append(sock.recv(4096))
+            except TimeoutError:
+                answers.append(b"")  # still being received
+    finally:
+        for sock in held:
+            sock.close()
+    refused = [answer for answer in answers if answer]
+    assert len(refused) >= 1, answers  # the kernel spreads five over two workers
+    for answer in refused:
+        assert answer.startswith(b"HTTP/1.1 503 Service Unavailable"), answer[:200]
+        assert b"Retry-After: 60" in answer
+        assert b"receiving 2 bodies over 4194304 bytes already" in answer

@@ -32,6 +32,7 @@ from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.e2e.browser import start_browser
+from tests.e2e.trickle import trickled_head, trickling
 from tests.servers import ROOT, free_port
 
 pytestmark = pytest.mark.e2e
@@ -413,3 +414,27 @@ def test_phones_that_vanish_mid_request_do_not_stop_the_home_server(home: HomeSe
     finally:
         for sock in vanished:
             sock.close()
+
+
+def test_trickled_bodies_do_not_stop_the_home_server(home: HomeServer) -> None:
+    """Two dozen bodies sent at 600 bytes a second, half within the limit (each held one of
+    the four threads until it had all arrived, 35 minutes for 1 MiB) and half declared over it
+    (held one while the 413 read them away): a phone's sync and /health are still answered
+    within a second while they trickle."""
+    if home.process is None or home.process.poll() is not None:
+        home.start()
+    password = password_printed(home.printed())
+    heads = [trickled_head("/api/2/episodes/admin.json", 1024 * 1024)] * 12
+    heads += [trickled_head("/login/", 10 * 1024 * 1024, "application/x-www-form-urlencoded")] * 12
+    session = requests.Session()
+    session.auth = ("admin", password)
+    sync = f"{home.url}/api/2/devices/admin.json"
+    assert session.get(sync, timeout=TIMEOUT).status_code == 200  # its password checked once
+    with trickling(home.port, heads, rate=600):
+        time.sleep(0.5)
+        stop = time.monotonic() + 3
+        while time.monotonic() < stop:
+            for url, client in ((f"{home.url}/health", requests), (sync, session)):
+                started = time.monotonic()
+                assert client.get(url, timeout=TIMEOUT).status_code == 200
+                assert time.monotonic() - started < 1, url

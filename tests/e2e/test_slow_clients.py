@@ -3,6 +3,7 @@ the production settings (core.workers): more stalled connections than the worker
 and everyone else is still answered at once; each stalled one gets its 408 naming
 CLIENT_TIMEOUT, or is closed, within that time."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -14,8 +15,11 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
+from django.conf import settings
 from django.db import connection
 
+from tests.e2e.trickle import trickled_head, trickling
+from tests.factories import UserFactory
 from tests.servers import gunicorn_service, production_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
@@ -24,6 +28,7 @@ CLIENT_TIMEOUT = 1.5
 THREADS = 2
 KEEPALIVE = 1
 STALLED = 2 * THREADS + 1  # more than the worker's threads, with room to spare
+PASSWORD = "a long and unusual passphrase for the slow clients"
 
 
 LATE_HEAD = (
@@ -336,3 +341,174 @@ def test_a_kept_alive_connection_serves_request_after_request(port: int) -> None
     finally:
         sock.close()
     assert answer.count(b"HTTP/1.1 200 OK") == 2
+
+
+def token_of(port: int) -> str:
+    """A bearer token of a new account, for a sync request that costs no password check."""
+    user = UserFactory(with_deployed_password=PASSWORD)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        body = json.dumps({"username": user.username, "password": PASSWORD})
+        conn.request("POST", "/v1/auth/login", body, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 200
+        return str(json.loads(response.read())["access_token"])
+    finally:
+        conn.close()
+
+
+def synced_at_once(port: int, token: str) -> float:
+    """Seconds an app waits for its subscriptions (which must answer 200)."""
+    started = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/v1/subscriptions", headers={"Authorization": f"Bearer {token}"})
+        response = conn.getresponse()
+        response.read()
+    finally:
+        conn.close()
+    assert response.status == 200
+    return time.monotonic() - started
+
+
+def test_two_dozen_trickled_bodies_hold_no_thread(served: tuple) -> None:
+    """Bodies sent at 600 bytes a second, above the pace a body must keep: a dozen within the
+    limit, which used to hold a thread each until they had all arrived (35 minutes for 1 MiB),
+    and a dozen declared over it, which held one while the 413's drain read them. The poller
+    receives the first and answers the others 413 at once, and everyone else is answered."""
+    port, log = served
+    token = token_of(port)
+    heads = [trickled_head("/v1/auth/login", settings.MAX_BODY_BYTES)] * 12
+    heads += [trickled_head("/v1/subscriptions", settings.MAX_BODY_BYTES + 1)] * 12
+    with trickling(port, heads, rate=600) as socks:
+        time.sleep(0.5)
+        waits = []
+        stop = time.monotonic() + 3
+        while time.monotonic() < stop:
+            waits += [answered_at_once(port), synced_at_once(port, token)]
+        over = [answer_of(sock, wait=5)[0] for sock in socks[12:]]
+    assert max(waits) < 1, sorted(waits)[-3:]
+    for answer in over:
+        status, body = error_object(answer)
+        assert status == "HTTP/1.1 413 Request Entity Too Large", answer[:200]
+        assert body["message"] == (
+            f"Request body too large: the limit is {settings.MAX_BODY_BYTES} bytes"
+        )
+    assert "Traceback" not in log.read_text()
+
+
+def test_a_body_declared_over_the_limit_is_answered_before_it_is_sent(port: int) -> None:
+    """The 413 comes at once, with the connection to close, and its drain ends by itself."""
+    sock = opened(port, trickled_head("/v1/subscriptions", 10 * settings.MAX_BODY_BYTES))
+    try:
+        answer, closed_after = answer_of(sock, wait=CLIENT_TIMEOUT + 3)
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"Connection: close" in answer
+    assert closed_after < CLIENT_TIMEOUT + 2  # the drain's bound: nothing more was sent
+
+
+def test_a_received_body_reaches_the_app_whole(port: int) -> None:
+    """A body received in the poller, sent in pieces, larger than what is kept in memory (it
+    goes to a temporary file), is the app's as sent: it parses it, and finds the password too
+    long (OPA's 405 for input that does not validate)."""
+    body = json.dumps({"username": "someone", "password": "x" * 100_000}).encode()
+    sock = opened(port, trickled_head("/v1/auth/login", len(body)) + body[:1000])
+    try:
+        for start in range(1000, len(body), 30_000):
+            time.sleep(0.05)
+            sock.sendall(body[start : start + 30_000])
+        answer, _ = answer_of(sock, wait=3)
+    finally:
+        sock.close()
+    status, error = error_object(answer)
+    assert status == "HTTP/1.1 405 Method Not Allowed", answer[:300]
+    assert error["errors"] == {"password": ["Ensure this field has no more than 4096 characters."]}
+
+
+def test_a_chunked_body_is_received_whole_and_the_next_request_follows_it(port: int) -> None:
+    """Its end is found as it comes, and the request sent behind it in the same packet is
+    answered too. (Django reads no chunked body under WSGI, which gives it no length: the login
+    finds no fields, OPA's 405.)"""
+    body = json.dumps({"username": "nobody-here", "password": "wrong"}).encode()
+    chunked = (
+        b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in (body[:10], body[10:]))
+        + b"0\r\n\r\n"
+    )
+    head = (
+        b"POST /v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    after = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    sock = opened(port, head + chunked[:7])
+    try:
+        time.sleep(0.2)
+        sock.sendall(chunked[7:] + after)  # the next request in the same send as the end
+        answer, _ = answer_of(sock)
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 405 Method Not Allowed"), answer[:300]
+    assert answer.count(b"HTTP/1.1 200 OK") == 1, answer[-300:]
+
+
+def test_a_chunked_body_past_the_limit_is_a_413(port: int) -> None:
+    head = (
+        b"POST /v1/subscriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    piece = b" " * 65536
+    sock = opened(port, head)
+    try:
+        with contextlib.suppress(OSError):
+            for _ in range(settings.MAX_BODY_BYTES // len(piece) + 2):
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        answer, _ = answer_of(sock)
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+
+
+def test_a_client_that_expects_100_continue_gets_it_once(port: int) -> None:
+    body = json.dumps({"username": "nobody-here", "password": "wrong"}).encode()
+    head = trickled_head("/v1/auth/login", len(body)).replace(
+        b"\r\n\r\n", b"\r\nExpect: 100-continue\r\n\r\n"
+    )
+    sock = opened(port, head)
+    try:
+        sock.settimeout(5)
+        assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        answer, _ = answer_of(sock)
+    finally:
+        sock.close()
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+    assert b"100 Continue" not in answer  # not a second one, once the body is in
+
+
+def test_answers_taken_a_few_bytes_at_a_time_free_their_threads(served: tuple) -> None:
+    """The 4 MiB static file to more clients than threads, each reading 2.5 KB a second:
+    each thread gives its answer up (the pace an answer must keep, or a write that moved
+    nothing for CLIENT_TIMEOUT: on loopback the kernel takes megabytes at once, and
+    tests/core/test_workers.py shows the pace on a link's small buffers), with a line in the
+    log, and everyone else is answered again."""
+    port, log = served
+    request = b"GET /static/answer.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    line = "while GET /static/answer.bin was answered, and its connection was closed"
+    before = log.read_text().count(line)
+    slow = [opened(port, request, receive_buffer=4096) for _ in range(STALLED)]
+    for sock in slow:
+        sock.setblocking(False)
+    started = time.monotonic()
+    try:
+        while log.read_text().count(line) < before + STALLED:
+            assert time.monotonic() - started < 20, "a slow reader still holds its thread"
+            time.sleep(0.1)
+            for sock in slow:
+                with contextlib.suppress(BlockingIOError):
+                    sock.recv(256)
+        assert max(answered_at_once(port) for _ in range(3)) < 0.5
+    finally:
+        for sock in slow:
+            sock.close()
+    assert "Traceback" not in log.read_text()
