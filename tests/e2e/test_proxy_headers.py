@@ -103,3 +103,15 @@ def test_only_the_proxys_forwarded_proto_makes_the_cookie_secure(service: int) -
     proxied = log_in(service, "bob", PASSWORD, PROXY, **https, **{"X-Forwarded-For": "192.0.2.1"})
     assert proxied.status == 200
     assert "secure" in session_cookie(proxied)
+
+
+@pytest.mark.parametrize(
+    "header", [{"X-Forwarded-Ssl": "on"}, {"X-Forwarded-Protocol": "ssl"}]
+)  # fmt: skip
+def test_other_scheme_headers_make_nothing_secure_even_from_the_proxy(service: int, header):
+    """Only X-Forwarded-Proto tells the scheme: a proxy that does not set the others passes
+    them on from the client as they came, and gunicorn believed them."""
+    UserFactory(username="carol", with_deployed_password=PASSWORD)
+    proxied = log_in(service, "carol", PASSWORD, PROXY, **header)
+    assert proxied.status == 200
+    assert "secure" not in session_cookie(proxied)
