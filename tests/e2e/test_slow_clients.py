@@ -68,12 +68,13 @@ def port(served: tuple) -> int:
     return served[0]
 
 
-def answered_at_once(port: int) -> float:
-    """Seconds a new client waits for GET /health (which must answer 200)."""
+def answered_at_once(port: int, path: str = "/health", token: str = "") -> float:
+    """Seconds a new client waits for GET `path` (which must answer 200), with a bearer token
+    when one is given."""
     started = time.monotonic()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request("GET", "/health")
+        conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
         response = conn.getresponse()
         response.read()
     finally:
@@ -357,20 +358,6 @@ def token_of(port: int) -> str:
         conn.close()
 
 
-def synced_at_once(port: int, token: str) -> float:
-    """Seconds an app waits for its subscriptions (which must answer 200)."""
-    started = time.monotonic()
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("GET", "/v1/subscriptions", headers={"Authorization": f"Bearer {token}"})
-        response = conn.getresponse()
-        response.read()
-    finally:
-        conn.close()
-    assert response.status == 200
-    return time.monotonic() - started
-
-
 def test_two_dozen_trickled_bodies_hold_no_thread(served: tuple) -> None:
     """Bodies sent at 600 bytes a second, above the pace a body must keep: a dozen within the
     limit, which used to hold a thread each until they had all arrived (35 minutes for 1 MiB),
@@ -385,7 +372,7 @@ def test_two_dozen_trickled_bodies_hold_no_thread(served: tuple) -> None:
         waits = []
         stop = time.monotonic() + 3
         while time.monotonic() < stop:
-            waits += [answered_at_once(port), synced_at_once(port, token)]
+            waits += [answered_at_once(port), answered_at_once(port, "/v1/subscriptions", token)]
         over = [answer_of(sock, wait=5)[0] for sock in socks[12:]]
     assert max(waits) < 1, sorted(waits)[-3:]
     for answer in over:
