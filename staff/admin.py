@@ -1,19 +1,24 @@
-"""The admin as a whole: its name (SITE_NAME) in its header and titles, and an account's page
-with links to its rows in the other lists. Imported first of the apps' admins (INSTALLED_APPS
-lists this app first), it imports the user admin it extends."""
+"""The admin as a whole: its name (SITE_NAME) in its header and titles, an account's page with
+links to its rows in the other lists, and which of the lists behind the overview a staff account
+may open. Imported first of the apps' admins (INSTALLED_APPS lists this app first), it imports
+the user admin it extends."""
 
 from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin.exceptions import NotRegistered
 from django.contrib.auth import get_user_model
+from django.db.models import Model
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import lazy
 from django.utils.html import format_html, format_html_join
 
-from staff.selectors import account_rows
+from deletions.models import AccountDeletion, Deletion
+from feedchecks.models import FeedCheck
+from staff.selectors import Viewer, account_rows
 from subscriptions.admin import UserSubscriptionsAdmin
 
 
@@ -63,3 +68,23 @@ class StaffUserAdmin(UserSubscriptionsAdmin):
         ]
         items = format_html_join("", '<li><a href="{}?{}">{}</a>: {}</li>', links)
         return format_html('<ul class="their-data">{}</ul>', items)
+
+
+def overview_viewer(request: HttpRequest) -> Viewer:
+    """The lists behind the overview that the admin would open for `request`: each asked of its
+    own admin, as the list itself asks before it answers, so that the overview is no way round
+    that list's 403 (a superuser may open every one)."""
+
+    def opens(model: type[Model]) -> bool:
+        try:
+            model_admin = admin.site.get_model_admin(model)
+        except NotRegistered:
+            return False
+        return bool(model_admin.has_view_permission(request))
+
+    return Viewer(
+        accounts=opens(User),
+        deletions=opens(Deletion),
+        account_deletions=opens(AccountDeletion),
+        feed_checks=opens(FeedCheck),
+    )

@@ -13,6 +13,10 @@ Syncs per day, from the rows that have a time: the uploads of episode actions (a
 its actions with a second of its own, so each (account, second) is one upload) and the
 subscriptions changed, each counted on the day of its last change, which a later change of it
 moves.
+
+Of the lists behind the figures, it reads rows only for a viewer the admin would open that list
+for (Viewer): a failing feed's URL can carry its subscriber's token, a failed deletion names its
+account. Staff whom a list would answer 403 get its counts alone.
 """
 
 from dataclasses import dataclass, field
@@ -70,13 +74,35 @@ class SyncDay:
 
 
 @dataclass(frozen=True)
+class Viewer:
+    """The lists behind the overview that its reader may open in the admin (each its admin's
+    view permission: staff.admin.overview_viewer). Their rows, and links to them, are for those
+    who may; anyone else gets the counts, which name nothing."""
+
+    accounts: bool = False  # and so usernames, wherever the overview would name one
+    deletions: bool = False
+    account_deletions: bool = False
+    feed_checks: bool = False
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A failed deletion as the overview lists it."""
+
+    pk: int
+    username: str | None  # None: its viewer may not see the accounts
+    finished: datetime | None
+    message: str
+
+
+@dataclass(frozen=True)
 class Deletions:
     """One kind of deletion request (of subscriptions, of accounts)."""
 
     pending: int
     failed: int
     oldest_pending: datetime | None
-    latest_failed: list[Any]
+    latest_failed: list[Failed]  # empty unless its viewer may open the list
 
 
 @dataclass(frozen=True)
@@ -99,6 +125,7 @@ class Queues:
 
 @dataclass(frozen=True)
 class Overview:
+    viewer: Viewer
     accounts: Rows
     active: dict[int, int]  # days -> accounts active in the last that many
     sync_days: list[SyncDay]
@@ -109,20 +136,32 @@ class Overview:
     queues: Queues
 
 
-def overview_read() -> Overview:
+def overview_read(*, viewer: Viewer) -> Overview:
     now = clock.now()
+    failing = FeedCheck.objects.filter(result=FeedCheck.Result.ERROR)
+    latest_failing: list[FeedCheck] = []
+    if viewer.feed_checks:
+        latest = failing.order_by("-checked", "-id").only("url", "checked", "error")
+        latest_failing = list(latest[:FAILING_FEEDS_SHOWN])
+    # A deletion's account by its name's field: the model's USERNAME_FIELD, as get_username.
+    username = get_user_model().USERNAME_FIELD
     return Overview(
+        viewer=viewer,
         accounts=Rows(*rows_counted(get_user_model())),
         active=accounts_active(now=now),
         sync_days=syncs_per_day(now=now),
-        deletions=_deletions(Deletion.objects.select_related("user")),
-        account_deletions=_deletions(AccountDeletion.objects.all()),
-        failing_feeds=FeedCheck.objects.filter(result=FeedCheck.Result.ERROR).count(),
-        latest_failing=list(
-            FeedCheck.objects.filter(result=FeedCheck.Result.ERROR)
-            .order_by("-checked", "-id")
-            .only("url", "checked", "error")[:FAILING_FEEDS_SHOWN]
+        deletions=_deletions(
+            Deletion.objects.all(),
+            listed=viewer.deletions,
+            username=f"user__{username}" if viewer.accounts else None,
         ),
+        account_deletions=_deletions(
+            AccountDeletion.objects.all(),
+            listed=viewer.account_deletions,
+            username="username" if viewer.accounts else None,
+        ),
+        failing_feeds=failing.count(),
+        latest_failing=latest_failing,
         queues=queues_read(),
     )
 
@@ -198,9 +237,10 @@ def _as_date(value: Any) -> date:
     return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
-def _deletions(requests: QuerySet[Any]) -> Deletions:
+def _deletions(requests: QuerySet[Any], *, listed: bool, username: str | None) -> Deletions:
     """The pending and failed requests of one kind (Deletion, AccountDeletion), read by the
-    index on their status the sweep reads; and the latest to fail, with their message."""
+    index on their status the sweep reads; and, when `listed`, the latest to fail, with their
+    message and, by the `username` lookup when given, their account's name."""
     status = Deletion.Status  # AccountDeletion's too (deletions.models.Work)
     statuses = {
         row["status"]: row
@@ -210,14 +250,26 @@ def _deletions(requests: QuerySet[Any]) -> Deletions:
         .order_by()
     }
     pending = statuses.get(status.PENDING, {})
-    failed = requests.filter(status=status.FAILURE).order_by(
-        F("finished").desc(nulls_last=True), "-pk"
-    )
+    latest: list[Failed] = []
+    if listed:
+        failed = requests.filter(status=status.FAILURE).order_by(
+            F("finished").desc(nulls_last=True), "-pk"
+        )
+        fields = ["pk", "finished", "message", *([username] if username else [])]
+        latest = [
+            Failed(
+                pk=row["pk"],
+                username=str(row[username]) if username else None,
+                finished=row["finished"],
+                message=row["message"],
+            )
+            for row in failed.values(*fields)[:FAILED_DELETIONS_SHOWN]
+        ]
     return Deletions(
         pending=pending.get("n", 0),
         failed=statuses.get(status.FAILURE, {}).get("n", 0),
         oldest_pending=pending.get("oldest"),
-        latest_failed=list(failed[:FAILED_DELETIONS_SHOWN]),
+        latest_failed=latest,
     )
 
 

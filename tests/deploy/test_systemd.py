@@ -1,6 +1,6 @@
 """The systemd units of deploy/systemd: each passes `systemd-analyze verify` and stays hardened,
-runs what the project really has (commands, queues, settings), and the verify itself catches a
-broken unit.
+bounds the memory and tasks of every long-running one, runs what the project really has
+(commands, queues, settings), and the verify itself catches a broken unit.
 
 systemd-analyze checks that every command a unit runs exists and is executable, so the units are
 verified as rendered for this checkout: /opt/podsync becomes the repository and its .venv the
@@ -124,6 +124,20 @@ BROKEN = [
     ),
     ("podsync-beat.service", "no command", "ExecStart=", "#ExecStart=", "no ExecStart="),
     (
+        "podsync-worker-deletions.service",
+        "a memory limit systemd cannot read",
+        "MemoryMax=1536M",
+        "MemoryMax=1.5 gigabytes",
+        "Invalid memory limit",
+    ),
+    (
+        "podsync-home.service",
+        "a task limit systemd cannot read",
+        "TasksMax=64",
+        "TasksMax=many",
+        "Invalid maximum tasks value",
+    ),
+    (
         "podsync-clear-expired.service",
         "Restart=always on a oneshot",
         "Restart=on-failure",
@@ -200,6 +214,48 @@ def test_every_service_runs_as_podsync_from_the_install_dir(unit):
 def test_long_running_services_restart_always(unit):
     assert value(unit, "Service", "Restart") == "always"
     assert value(unit, "Install", "WantedBy") == "multi-user.target"
+
+
+# systemd's suffixes for a size: powers of 1024.
+SIZE_SUFFIXES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def size_in_bytes(text: str) -> int:
+    found = re.fullmatch(r"(\d+)([KMGT]?)", text)
+    assert found, f"not a size of bytes: {text!r}"  # a percentage would follow the host instead
+    return int(found.group(1)) * SIZE_SUFFIXES[found.group(2)]
+
+
+@pytest.mark.parametrize("unit", LONG_RUNNING)
+def test_long_running_services_are_bounded_in_memory_and_tasks(unit):
+    """A leak or a runaway stops at its own unit's limits (deploy/systemd/README.md, "Limits"),
+    not at the kernel's OOM killer choosing among the host's processes: the kernel reclaims and
+    slows the unit past MemoryHigh, and stops it at MemoryMax, which is the higher."""
+    high = size_in_bytes(value(unit, "Service", "MemoryHigh"))
+    most = size_in_bytes(value(unit, "Service", "MemoryMax"))
+    tasks = int(value(unit, "Service", "TasksMax"))
+
+    # Above the 100 to 150 MB one of the service's processes takes, and below a whole host's.
+    assert 128 * 1024**2 < high < most <= 4 * 1024**3, (high, most)
+    assert 16 <= tasks <= 1024
+
+
+def test_the_limits_are_the_readmes():
+    """deploy/systemd/README.md's table of limits says what each unit sets."""
+    readme = (UNITS / "README.md").read_text()
+    rows = {
+        found.group(1): found.group(2, 3, 4)
+        for found in re.finditer(
+            r"^\| `(podsync-[a-z-]+\.service)` \| [^|]+ \| `MemoryHigh=(\S+)`, `MemoryMax=(\S+)`,"
+            r" `TasksMax=(\d+)` \|",
+            readme,
+            flags=re.MULTILINE,
+        )
+    }
+    assert rows == {
+        unit: tuple(value(unit, "Service", key) for key in ("MemoryHigh", "MemoryMax", "TasksMax"))
+        for unit in LONG_RUNNING
+    }
 
 
 @pytest.mark.parametrize(

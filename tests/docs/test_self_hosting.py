@@ -284,10 +284,12 @@ def test_the_tools_refuse_what_is_wrong(tmp_path: Path) -> None:
     mistyped key (the drop-in is read), an nginx block with a mistyped directive, a Caddyfile
     indented with spaces, a setting the code does not read."""
     real_host = blocks(GUIDE, "real-host")
-    [drop_in] = [b for b in real_host if _checked_by(b) == "systemd-analyze verify"]
-    broken = replace(drop_in, text=drop_in.text + "Restartt=always\n")
-    (tmp_path / "unit").mkdir()
-    assert any("Restartt" in problem for problem in _drop_in(broken, tmp_path / "unit"))
+    drop_ins = [b for b in real_host if _checked_by(b) == "systemd-analyze verify"]
+    assert drop_ins
+    for n, drop_in in enumerate(drop_ins):
+        broken = replace(drop_in, text=drop_in.text + "Restartt=always\n")
+        (tmp_path / f"unit{n}").mkdir()
+        assert any("Restartt" in problem for problem in _drop_in(broken, tmp_path / f"unit{n}"))
 
     [nginx, *_] = [b for b in real_host if _checked_by(b) == "nginx -t"]
     wrong = replace(nginx, text=nginx.text.replace("proxy_pass", "proxy_passs"))

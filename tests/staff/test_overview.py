@@ -1,7 +1,10 @@
-"""The admin's overview (docs/operations.md, "The admin"): staff only, its figures on a seeded
+"""The admin's overview (docs/operations.md, "The admin"): staff only, each list's rows for the
+staff its admin would open it for and the counts for the rest, its figures on a seeded
 database, each read in a bounded number of queries, and the queues of a real Redis broker."""
 
+import functools
 import hashlib
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +14,7 @@ from typing import Any
 import pytest
 import redis
 from celery import current_app
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client
 from kombu.transport.redis import Channel
@@ -32,6 +36,10 @@ pytestmark = pytest.mark.e2e
 
 OVERVIEW = "/admin/overview/"
 # The tables that grow with the accounts, which the overview reads.
+# A superuser's: every list behind the overview.
+EVERY_LIST = selectors.Viewer(
+    accounts=True, deletions=True, account_deletions=True, feed_checks=True
+)
 BIG = {
     "auth_user",
     "gpodder_device",
@@ -78,6 +86,137 @@ def test_staff_without_superuser_see_it(db):
     client = Client()
     client.force_login(helper)
     assert "Syncs per day" in page(client)
+
+
+# --- What each staff account sees -------------------------------------------------------------
+
+# A private feed's URL carries its subscriber's token; a failed deletion names its account.
+PRIVATE_FEED = "https://private.example/feeds/42.xml?token=f21-s3cret-t0ken"
+TOKEN = "f21-s3cret-t0ken"
+# The lists behind the overview's details, by the view permission that opens each.
+LIST_OF = {
+    "auth.view_user": "/admin/auth/user/",
+    "deletions.view_deletion": "/admin/deletions/deletion/",
+    "deletions.view_accountdeletion": "/admin/deletions/accountdeletion/",
+    "feedchecks.view_feedcheck": "/admin/feedchecks/feedcheck/",
+}
+
+
+@pytest.fixture
+def private(db: None, clock: Clock) -> None:
+    """A failing private feed, a failed deletion of quinn's subscription and a failed deletion
+    of rosa's account."""
+    FeedCheck.objects.create(
+        key_digest="a" * 64,
+        url=PRIVATE_FEED,
+        checked=clock.now,
+        result=FeedCheck.Result.ERROR,
+        error="Not found (HTTP 404)",
+    )
+    quinn: Any = UserFactory(username="quinn-f21")
+    Deletion.objects.create(
+        user=quinn, guid=uuid.uuid4(), status="FAILURE", requested=clock.now, finished=clock.now
+    )
+    AccountDeletion.objects.create(
+        username="rosa-f21", status="FAILURE", requested=clock.now, finished=clock.now
+    )
+
+
+def staff_with(*permissions: str) -> Client:
+    """A client signed in as a staff account (not a superuser) with these permissions."""
+    helper: Any = UserFactory(is_staff=True)
+    for name in permissions:
+        app_label, codename = name.split(".")
+        helper.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
+    client = Client()
+    client.force_login(helper)
+    return client
+
+
+def linked(body: str) -> set[str]:
+    """The permissions of the lists (LIST_OF) the page links to, or to one of whose rows."""
+    links = re.findall(r'href="([^"]*)"', body)
+    return {name for name, path in LIST_OF.items() if any(x.startswith(path) for x in links)}
+
+
+def links_open(client: Client, body: str) -> None:
+    """Every link of the overview's own (its content's) opens for `client`: none is a 403."""
+    content = body[body.index('id="content-main"') :]
+    for url in set(re.findall(r'href="(/admin/[^"]*)"', content)):
+        assert client.get(url.replace("&amp;", "&")).status_code == 200, url
+
+
+def test_staff_without_permissions_see_the_counts_and_no_url_nor_username(private):
+    body = page(staff_with())
+
+    for secret in (PRIVATE_FEED, TOKEN, "private.example", "quinn-f21", "rosa-f21"):
+        assert secret not in body
+    assert "1 feed failed its last check." in body
+    assert "Not found (HTTP 404)" not in body  # a feed's error goes with its URL
+    deletions = body[body.index('id="deletions-heading"') : body.index('id="feeds-heading"')]
+    counts = re.findall(r'<td class="n">(?:<a [^>]*>)?(\d+)(?:</a>)?</td>', deletions)
+    assert counts == ["0", "1", "0", "1"]  # pending and failed, of subscriptions and accounts
+    # No link to a list (or a row of one) that answers them 403.
+    assert not linked(body)
+
+
+def test_staff_with_the_view_permissions_see_what_their_lists_show(private):
+    client = staff_with(*LIST_OF)
+    body = page(client)
+
+    assert f'title="{PRIVATE_FEED}"' in body
+    assert "Not found (HTTP 404)" in body
+    assert "A subscription of quinn-f21" in body
+    assert "The account rosa-f21" in body
+    assert linked(body) == {*LIST_OF}
+    links_open(client, body)
+
+
+@pytest.mark.parametrize(
+    ("permissions", "seen", "unseen"),
+    [
+        pytest.param(
+            ["feedchecks.view_feedcheck"], [TOKEN], ["quinn-f21", "rosa-f21"], id="feeds-only"
+        ),
+        # The accounts' list, but not the deletions': no deletion to name an account of.
+        pytest.param(["auth.view_user"], [], [TOKEN, "quinn-f21", "rosa-f21"], id="users-only"),
+        # The deletions, without the accounts: each said, its account not named.
+        pytest.param(
+            ["deletions.view_deletion", "deletions.view_accountdeletion"],
+            ["A subscription</a>", "An account</a>"],
+            [TOKEN, "quinn-f21", "rosa-f21"],
+            id="deletions-only",
+        ),
+        pytest.param(
+            ["auth.view_user", "deletions.view_deletion"],
+            ["A subscription of quinn-f21"],
+            [TOKEN, "rosa-f21"],
+            id="users-and-subscription-deletions",
+        ),
+    ],
+)
+def test_staff_with_some_permissions_see_those_lists_alone(private, permissions, seen, unseen):
+    client = staff_with(*permissions)
+    body = page(client)
+
+    for text in seen:
+        assert text in body
+    for text in unseen:
+        assert text not in body
+    assert linked(body) == {*permissions}
+    links_open(client, body)
+
+
+def test_a_superuser_sees_everything(private, admin_client):
+    body = page(admin_client)
+
+    assert TOKEN in body
+    assert "A subscription of quinn-f21" in body
+    assert "The account rosa-f21" in body
+    assert linked(body) == {*LIST_OF}
+    links_open(admin_client, body)
 
 
 # --- The figures ------------------------------------------------------------------------------
@@ -181,7 +320,7 @@ def seeded(db: None, clock: Clock, settings: Any) -> dict[str, Any]:
 
 
 def test_the_figures_of_a_seeded_database(seeded, clock):
-    overview = selectors.overview_read()
+    overview = selectors.overview_read(viewer=EVERY_LIST)
 
     assert overview.accounts == selectors.Rows(7)
     # Staff (signed in now), alice (2 days ago), carol (a device yesterday); in 30 days also bob
@@ -200,7 +339,7 @@ def test_the_figures_of_a_seeded_database(seeded, clock):
     assert overview.deletions.pending == 2
     assert overview.deletions.failed == 1
     assert overview.deletions.oldest_pending == clock.now - timedelta(hours=3 + 3)
-    assert [d.user.username for d in overview.deletions.latest_failed] == ["carol"]
+    assert [d.username for d in overview.deletions.latest_failed] == ["carol"]
     assert overview.account_deletions.pending == 1
     assert overview.account_deletions.failed == 1
     assert overview.failing_feeds == 3
@@ -238,7 +377,7 @@ def test_an_empty_service_shows_zeros(admin_client):
     body = page(admin_client)
     assert "0 feeds failed their last check." in body
     assert "Active in the last 30 days</dt><dd>1<" in body  # staff, signed in
-    overview = selectors.overview_read()
+    overview = selectors.overview_read(viewer=EVERY_LIST)
     assert not any(day.uploads or day.subscriptions for day in overview.sync_days)
 
 
@@ -246,7 +385,7 @@ def test_a_big_accounts_table_shows_postgresql_s_estimate(admin_client, monkeypa
     import core.admin
 
     monkeypatch.setattr(core.admin, "_estimated_rows", lambda table: 1_234_567)
-    overview = selectors.overview_read()
+    overview = selectors.overview_read(viewer=EVERY_LIST)
     if connection.vendor == "postgresql":
         assert str(overview.accounts) == "about 1,234,567"
         assert "The accounts are PostgreSQL's estimate." in page(admin_client)
@@ -286,7 +425,7 @@ def test_the_overview_reads_in_a_bounded_number_of_queries(
 def test_every_figure_is_read_by_an_index_or_a_window(seeded):
     """With sequential scans priced out, no statement of the overview reads a table whole: an
     index answers each (`make scale` checks the plans PostgreSQL picks at a million accounts)."""
-    statements, _ = statements_of(selectors.overview_read)
+    statements, _ = statements_of(functools.partial(selectors.overview_read, viewer=EVERY_LIST))
     assert len(statements) <= 10
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexrelid::regclass::text FROM pg_index WHERE indpred IS NOT NULL")
