@@ -75,8 +75,10 @@ def pre_fork(server: Any, worker: Any) -> None:
 def post_fork(server: Any, worker: Any) -> None:
     worker.client_timeout = client_timeout
     # A body's limits and refusals are the service's own (api.middleware): the worker applies
-    # them before any thread reads a body.
-    worker.body_rules = "api.middleware"
+    # them before any thread reads a body. Only to the service's app: the bench's floor
+    # (bench/floor.py) is served with these settings too, and has no Django to ask.
+    if str(getattr(server.app, "app_uri", "")).partition(":")[0] == "config.wsgi":
+        worker.body_rules = "api.middleware"
 
 
 def on_starting(server: Any) -> None:

@@ -17,56 +17,36 @@ So here:
   thread, and a head not whole within CLIENT_TIMEOUT seconds is answered 408, with the error
   object, and the connection closed (one over 64 KiB, 431);
 - once the head is in, its body is received the same way, in the poller, and the request goes
-  to a thread only once the body is whole (_Body): a body over its path's limit is answered 413
-  at once and drained in the poller for a moment (so the client, still sending, can read the
+  to a thread only once the body is whole (core.wire): a body over its path's limit is answered
+  413 at once and drained in the poller for a moment (so the client, still sending, can read the
   answer), and one that stops for CLIENT_TIMEOUT seconds, or comes slower than 500 bytes a
   second past its first CLIENT_TIMEOUT, is answered 408; the limits and the answers are the
   service's (body_rules, set by config/gunicorn.py);
 - writing the answer fails when the client takes nothing for CLIENT_TIMEOUT seconds (the
   socket's SO_SNDTIMEO), or takes it slower than 4 KiB a second past its first CLIENT_TIMEOUT
-  (_PacedAnswer), which frees the thread;
+  (core.wire), which frees the thread;
 - a connection that ends is closed from the poller, which reads what the client still sends
   (so that the close does not reset the connection under the answer) without holding a thread
   or the main loop.
 """
 
 import contextlib
-import fcntl
 import importlib
-import io
 import json
 import selectors
 import socket
 import struct
-import tempfile
-import termios
 import time
-from collections import deque
 from concurrent.futures import Future
 from functools import partial
 from types import ModuleType
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from gunicorn.http2 import negotiation
 from gunicorn.workers import gthread
 
-# The largest head taken (nginx takes 32 KiB by default; a head is 0.5 to 2 KiB).
-_HEAD_BYTES = 64 * 1024
+from core import wire
 
-
-def _whole(head: bytes) -> bool:
-    return b"\r\n\r\n" in head or b"\n\n" in head
-
-
-# Bytes a second a body must come at, past its first CLIENT_TIMEOUT seconds (Apache's MinRate).
-_BODY_MIN_RATE = 500
-# Bytes a second an answer must be taken at, past its first CLIENT_TIMEOUT seconds: a phone on
-# a poor mobile network takes ten times that.
-_ANSWER_MIN_RATE = 4096
-# A body received is kept in memory up to this, then in a temporary file: a worker's thousand
-# connections, each trickling a body, hold at most 64 MiB.
-_BODY_IN_MEMORY = 64 * 1024
 # A body past this (only the history import's may be, docs/imports.md) is one of at most
 # _LARGE_AT_ONCE received at once by a worker: whoever sends them, before the service can tell
 # who it is, fills no disk with them.
@@ -124,7 +104,7 @@ class ThreadWorker(gthread.ThreadWorker):
 
     def _handle(self, conn: Any) -> Any:
         if conn.body is not None:  # received whole by the poller
-            _source(conn, self.client_timeout).received.extend(conn.body.parts())
+            wire.source_of(conn, self.client_timeout).received.extend(conn.body.parts())
             conn.body = None
             return self._served(conn)
         if self._reads_heads(conn):
@@ -140,8 +120,8 @@ class ThreadWorker(gthread.ThreadWorker):
             if head is _TOO_LARGE:
                 self._refuse(
                     conn, "431 Request Header Fields Too Large",
-                    f"Request header fields too large: the request's head is over {_HEAD_BYTES} "
-                    "bytes",
+                    "Request header fields too large: the request's head is over "
+                    f"{wire.HEAD_BYTES} bytes",
                 )  # fmt: skip
                 return False
             if head is _GONE:
@@ -164,11 +144,11 @@ class ThreadWorker(gthread.ThreadWorker):
         received it whole (_RECEIVING until then), or refused at once when it is over its
         path's limit."""
         whole, conn.head = conn.head, b""
-        end = _head_end(whole)
-        framing = _framing(whole[:end]) if self.rules is not None else None
+        end = wire.head_end(whole)
+        framing = wire.framing(whole[:end]) if self.rules is not None else None
         if conn.parser is None:
             conn.init()
-            _source(conn, self.client_timeout)
+            wire.source_of(conn, self.client_timeout)
         if framing is None:  # no body, or gunicorn refuses its framing before reading it
             conn.parser.unreader.unread(whole)
             return self._served(conn)
@@ -180,7 +160,7 @@ class ThreadWorker(gthread.ThreadWorker):
             conn.linger = (self.client_timeout, min(length, self.rules.body_discard_bytes()))
             return False
         conn.parser.unreader.unread(whole[:end])
-        body = conn.body = _Body(path, length, limit)
+        body = conn.body = wire.Body(path, length, limit)
         if not self._took(conn, whole[end:]):
             body.close()
             conn.body = None
@@ -305,11 +285,11 @@ class ThreadWorker(gthread.ThreadWorker):
         else _WAITING, _TOO_LARGE or _GONE."""
         if conn.parser is not None:
             conn.head += conn.parser.unreader.take_buffered()
-        if not _whole(conn.head):
-            if len(conn.head) > _HEAD_BYTES:
+        if not wire.whole(conn.head):
+            if len(conn.head) > wire.HEAD_BYTES:
                 return _TOO_LARGE
             try:
-                data = conn.sock.recv(_HEAD_BYTES + 1 - len(conn.head), socket.MSG_DONTWAIT)
+                data = conn.sock.recv(wire.HEAD_BYTES + 1 - len(conn.head), socket.MSG_DONTWAIT)
             except BlockingIOError:
                 return _WAITING
             except OSError:
@@ -317,8 +297,8 @@ class ThreadWorker(gthread.ThreadWorker):
             if not data:
                 return _GONE  # the client closed before its head was whole
             conn.head += data
-            if not _whole(conn.head):
-                return _TOO_LARGE if len(conn.head) > _HEAD_BYTES else _WAITING
+            if not wire.whole(conn.head):
+                return _TOO_LARGE if len(conn.head) > wire.HEAD_BYTES else _WAITING
         conn.data_ready = True
         return _WHOLE
 
@@ -351,19 +331,19 @@ class ThreadWorker(gthread.ThreadWorker):
             conn.sock.send(head + body, socket.MSG_DONTWAIT)
 
     def handle_request(self, req: Any, conn: Any) -> bool:
-        source = _source(conn, self.client_timeout)
+        source = wire.source_of(conn, self.client_timeout)
         # A body still on the socket (none that the poller received) is read at a pace.
         source.since, source.taken = time.monotonic(), 0
         if conn.continued:  # answered when the body was waited for
             req._expected_100_continue = conn.continued = False
-        sock, conn.sock = conn.sock, _PacedAnswer(conn.sock, self.client_timeout)
+        sock, conn.sock = conn.sock, wire.PacedAnswer(conn.sock, self.client_timeout)
         try:
             return bool(super().handle_request(req, conn))
         except BlockingIOError as exc:  # the socket's bound, or the answer's pace
             self.log.info(
                 "%s: the client %s while %s %s was answered, and its connection was closed",
                 conn.client,
-                exc if isinstance(exc, _TooSlow)
+                exc if isinstance(exc, wire.TooSlow)
                 else f"moved nothing for {self.client_timeout:g} s (CLIENT_TIMEOUT)",
                 req.method, req.path,
             )  # fmt: skip
@@ -427,227 +407,3 @@ class ThreadWorker(gthread.ThreadWorker):
             self.poller.unregister(conn.sock)
         conn.close()
         self.nr_conns -= 1
-
-
-def _head_end(data: bytes) -> int:
-    """Where a whole head ends in `data`: past its empty line."""
-    ends = [at + len(mark) for mark in (b"\r\n\r\n", b"\n\n") if (at := data.find(mark)) >= 0]
-    return min(ends)
-
-
-def _framing(head: bytes) -> tuple[str, int | None, bool] | None:
-    """What a whole head says of its body: its path (as Django's path_info), its length (None
-    when chunked), and whether the client waits for 100 Continue; None when it has none, or
-    when its framing is one gunicorn refuses (400) before reading any body."""
-    lines = head.decode("latin-1").split("\n")
-    request_line = lines[0].rstrip("\r").split(" ")
-    if len(request_line) != 3:
-        return None
-    target, version = request_line[1], request_line[2]
-    lengths, codings, expects = [], [], False
-    for line in lines[1:]:
-        name, colon, value = line.rstrip("\r").partition(":")
-        name, value = name.upper(), value.strip(" \t")
-        if not colon:
-            continue
-        if name == "CONTENT-LENGTH":
-            lengths.append(value)
-        elif name == "TRANSFER-ENCODING":
-            codings += [coding.strip(" \t").lower() for coding in value.split(",")]
-        elif name == "EXPECT":
-            expects = value.lower() == "100-continue" and version == "HTTP/1.1"
-    try:
-        path = unquote(urlsplit(target).path)
-    except ValueError:
-        path = target
-    if codings:
-        if codings[-1] != "chunked" or codings.count("chunked") > 1 or lengths:
-            return None
-        return (path, None, expects) if version == "HTTP/1.1" else None
-    if len(lengths) != 1 or not (lengths[0].isascii() and lengths[0].isdigit()):
-        return None
-    length = int(lengths[0])
-    return (path, length, expects) if length else None
-
-
-class _Body:
-    """A request's body as the poller receives it: kept (in memory, then in a temporary file)
-    until it is whole, and what came after it, the next request's."""
-
-    def __init__(self, path: str, length: int | None, limit: int) -> None:
-        self.path, self.length, self.limit = path, length, limit
-        self.left = length or 0
-        self.chunks = _ChunkedEnd() if length is None else None
-        # Closed by its reader (_Source) or when the body is refused (close).
-        self.kept = tempfile.SpooledTemporaryFile(max_size=_BODY_IN_MEMORY)  # noqa: SIM115
-        self.received, self.whole, self.after = 0, False, b""
-        self.started = self.moved = time.monotonic()
-
-    def take(self, data: bytes) -> None:
-        if self.chunks is None:
-            taken = min(self.left, len(data))
-            self.left -= taken
-            end: int | None = taken if not self.left else None
-        else:
-            try:
-                end = self.chunks.end(data)
-            except ValueError:  # gunicorn's parser refuses it (400): it has all there is
-                end = len(data)
-            taken = len(data) if end is None else end
-        self.kept.write(data[:taken])
-        self.received += taken
-        self.moved = time.monotonic()
-        if end is not None:
-            self.whole, self.after = True, data[end:]
-            self.kept.seek(0)
-
-    def late(self, now: float, client_timeout: float) -> bool:
-        """Whether it stopped for CLIENT_TIMEOUT, or comes slower than _BODY_MIN_RATE past
-        its first CLIENT_TIMEOUT (Apache's mod_reqtimeout rule)."""
-        return (
-            now - self.moved > client_timeout
-            or now - self.started > client_timeout + self.received / _BODY_MIN_RATE
-        )
-
-    def parts(self) -> list[Any]:
-        return [self.kept, io.BytesIO(self.after)]
-
-    def close(self) -> None:
-        self.kept.close()
-
-
-class _ChunkedEnd:
-    """Where a chunked body ends (RFC 9112, section 7.1), found as its bytes come."""
-
-    def __init__(self) -> None:
-        self.state, self.line, self.left, self.trailers = "size", b"", 0, 0
-
-    def end(self, data: bytes) -> int | None:
-        """Where in `data` the body ends (past its last trailer's empty line), or None if it
-        goes on; ValueError when it is no chunked body."""
-        at = 0
-        while at < len(data):
-            if self.state == "data":
-                taken = min(self.left, len(data) - at)
-                at, self.left = at + taken, self.left - taken
-                if not self.left:
-                    self.state = "data-end"
-                continue
-            newline = data.find(b"\n", at)
-            if newline < 0:
-                self.line += data[at:]
-                if len(self.line) > _HEAD_BYTES:
-                    raise ValueError("a chunk's line is too long")
-                return None
-            line, self.line = (self.line + data[at:newline]).rstrip(b"\r"), b""
-            at = newline + 1
-            if self.state == "size":
-                size = line.split(b";", 1)[0].strip(b" \t")
-                if not size or len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
-                    raise ValueError("not a chunk's size")
-                self.left = int(size, 16)
-                self.state = "data" if self.left else "trailers"
-            elif self.state == "data-end":
-                if line:
-                    raise ValueError("a chunk longer than its size")
-                self.state = "size"
-            elif not line:
-                return at
-            else:
-                self.trailers += len(line)
-                if self.trailers > _HEAD_BYTES:
-                    raise ValueError("trailers too long")
-        return None
-
-
-class _Source:
-    """Where gunicorn's parser reads a connection's bytes: what the poller received of a body
-    (and after it) first, then the socket, the blocking way; from `since` on, a body's reads
-    from the socket are bounded in all as Apache's mod_reqtimeout bounds them (CLIENT_TIMEOUT
-    seconds, and one more for every _BODY_MIN_RATE bytes received). Each read is bounded by
-    CLIENT_TIMEOUT already (SO_RCVTIMEO); without this, a client that sent a byte just before
-    each bound ran out would hold its thread for as long as it liked."""
-
-    def __init__(self, unreader: Any, client_timeout: float) -> None:
-        self.read_socket = partial(type(unreader).chunk, unreader)
-        self.client_timeout = client_timeout
-        self.received: deque[Any] = deque()
-        self.since: float | None = None
-        self.taken = 0
-
-    def chunk(self, size_hint: int | None = None) -> bytes:
-        while self.received:
-            data = self.received[0].read(min(max(size_hint or 0, 65536), 1024 * 1024))
-            if data:
-                return bytes(data)
-            self.received.popleft().close()
-        if self.since is not None and (
-            time.monotonic() - self.since > self.client_timeout + self.taken / _BODY_MIN_RATE
-        ):
-            raise TimeoutError(
-                f"the body came slower than {_BODY_MIN_RATE} bytes a second after "
-                f"{self.client_timeout:g} s (CLIENT_TIMEOUT)"
-            )
-        data = self.read_socket(size_hint)
-        self.taken += len(data)
-        return bytes(data)
-
-    def take_received(self) -> bytes:
-        rest = b"".join(part.read() for part in self.received)
-        for part in self.received:
-            part.close()
-        self.received.clear()
-        return rest
-
-
-def _source(conn: Any, client_timeout: float) -> _Source:
-    """The connection's _Source, put under its parser's reads when first asked for."""
-    source = getattr(conn, "source", None)
-    if source is None:
-        unreader = conn.parser.unreader
-        source = conn.source = _Source(unreader, client_timeout)
-        unreader.chunk = source.chunk
-    return source
-
-
-class _TooSlow(BlockingIOError):
-    pass
-
-
-class _PacedAnswer:
-    """The connection's socket as gunicorn writes an answer to it: the answer must be taken at
-    _ANSWER_MIN_RATE bytes a second past its first CLIENT_TIMEOUT (each write is bounded by
-    CLIENT_TIMEOUT already, SO_SNDTIMEO), or the thread gives it up. Taken: what the client
-    acknowledged, not what the kernel took to send, which may be megabytes."""
-
-    def __init__(self, sock: socket.socket, client_timeout: float) -> None:
-        self.sock, self.client_timeout = sock, client_timeout
-        self.since: float | None = None
-        self.sent = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sock, name)
-
-    def sendall(self, data: bytes) -> None:
-        view = memoryview(data).cast("B")
-        if self.since is None:
-            self.since = time.monotonic()
-        while view:
-            taken = self.sent - _unacknowledged(self.sock)
-            if time.monotonic() - self.since > self.client_timeout + taken / _ANSWER_MIN_RATE:
-                raise _TooSlow(
-                    f"took the answer slower than {_ANSWER_MIN_RATE} bytes a second after "
-                    f"{self.client_timeout:g} s (CLIENT_TIMEOUT)"
-                )
-            sent = self.sock.send(view)
-            self.sent += sent
-            view = view[sent:]
-
-
-def _unacknowledged(sock: socket.socket) -> int:
-    """Bytes written to the socket that its peer has not acknowledged yet (Linux's SIOCOUTQ);
-    0 where that cannot be told."""
-    try:
-        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0])
-    except OSError:
-        return 0

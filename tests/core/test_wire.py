@@ -1,4 +1,4 @@
-"""The worker's own rules that a loopback client cannot show alone (core.workers): where a
+"""The worker's own rules that a loopback client cannot show alone (core.wire): where a
 chunked body ends, what a head says of its body, and the pace an answer must be taken at, on a
 real TCP connection whose send buffer is as small as a slow mobile link keeps it."""
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from core.workers import _ChunkedEnd, _framing, _PacedAnswer, _TooSlow
+from core.wire import ChunkedEnd, PacedAnswer, TooSlow, framing
 
 CLIENT_TIMEOUT = 3
 
@@ -25,7 +25,7 @@ CLIENT_TIMEOUT = 3
     ],
 )
 def test_the_end_of_a_chunked_body_is_found_as_it_comes(pieces, end):
-    scanner = _ChunkedEnd()
+    scanner = ChunkedEnd()
     found = [scanner.end(piece) for piece in pieces]
     assert found[:-1] == [None] * (len(pieces) - 1)
     assert found[-1] == end
@@ -37,11 +37,11 @@ def test_the_end_of_a_chunked_body_is_found_as_it_comes(pieces, end):
 )
 def test_what_is_no_chunked_body_is_left_to_gunicorn_to_refuse(data):
     with pytest.raises(ValueError, match=r"chunk|trailers"):
-        _ChunkedEnd().end(data)
+        ChunkedEnd().end(data)
 
 
 @pytest.mark.parametrize(
-    ("head", "framing"),
+    ("head", "expected"),
     [
         (b"POST /v1/x HTTP/1.1\r\nContent-Length: 12\r\n\r\n", ("/v1/x", 12, False)),
         (b"POST /data/import%2Dhistory/?a=1 HTTP/1.1\r\ncontent-length: 3\r\n\r\n",
@@ -63,8 +63,8 @@ def test_what_is_no_chunked_body_is_left_to_gunicorn_to_refuse(data):
         (b"garbage\r\n\r\n", None),
     ],
 )  # fmt: skip
-def test_a_head_tells_its_body(head, framing):
-    assert _framing(head) == framing
+def test_a_head_tells_its_body(head, expected):
+    assert framing(head) == expected
 
 
 @pytest.fixture
@@ -107,8 +107,8 @@ def test_an_answer_taken_slower_than_its_pace_is_given_up(connection) -> None:
     reader.start()
     started = time.monotonic()
     try:
-        with pytest.raises(_TooSlow, match=r"slower than 4096 bytes a second after 3 s"):
-            _PacedAnswer(server, client_timeout=CLIENT_TIMEOUT).sendall(b"x" * 1024 * 1024)
+        with pytest.raises(TooSlow, match=r"slower than 4096 bytes a second after 3 s"):
+            PacedAnswer(server, client_timeout=CLIENT_TIMEOUT).sendall(b"x" * 1024 * 1024)
     finally:
         stop.set()
         reader.join()
@@ -125,6 +125,6 @@ def test_an_answer_taken_at_its_pace_is_sent_whole(connection) -> None:
 
     reader = threading.Thread(target=read_all)
     reader.start()
-    _PacedAnswer(server, client_timeout=CLIENT_TIMEOUT).sendall(b"y" * 256 * 1024)
+    PacedAnswer(server, client_timeout=CLIENT_TIMEOUT).sendall(b"y" * 256 * 1024)
     reader.join(timeout=10)
     assert bytes(received) == b"y" * 256 * 1024
