@@ -167,6 +167,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _redirect_private(self) -> None:
         self._send(302, b"", "text/plain", Location="http://10.1.2.3/api/2/auth/carol/login.json")
 
+    def _nul_status(self) -> None:
+        """A status line holding a NUL, which the import's error quotes."""
+        self.wfile.write(b"HTTP/1.1 2\x0000 OK\r\nContent-Length: 0\r\n\r\n")
+
+    def _nul_redirect(self) -> None:
+        """A redirect elsewhere, its address holding a NUL and a terminal's escape."""
+        self.wfile.write(
+            b"HTTP/1.1 302 Found\r\nLocation: http://elsewhere.example/\x00\x1b[31m\r\n"
+            b"Content-Length: 0\r\n\r\n"
+        )
+
     def _huge(self) -> None:
         if urlsplit(self.path).path.endswith("/login.json"):
             self._send(200, b"")

@@ -5,6 +5,7 @@ used and forgotten."""
 import json
 import logging
 import time
+import unicodedata
 from datetime import timedelta
 from typing import Any
 
@@ -36,17 +37,18 @@ def started(django_capture_on_commit_callbacks: Any) -> Any:
     return post
 
 
-def history(*episodes: int) -> SimpleUploadedFile:
-    actions = [
-        {
-            "podcast": "https://feeds.example.com/show.xml",
-            "episode": f"https://cdn.example.com/{n}.mp3",
-            "action": "download",
-            "timestamp": "2014-01-02T03:04:05",
-            "device": "phone",
-        }
-        for n in episodes
-    ]
+def download(episode: str) -> dict[str, Any]:
+    return {
+        "podcast": "https://feeds.example.com/show.xml",
+        "episode": episode,
+        "action": "download",
+        "timestamp": "2014-01-02T03:04:05",
+        "device": "phone",
+    }
+
+
+def history(*episodes: int, more: tuple[dict[str, Any], ...] = ()) -> SimpleUploadedFile:
+    actions = [download(f"https://cdn.example.com/{n}.mp3") for n in episodes] + list(more)
     body = json.dumps({"actions": actions, "timestamp": 1}).encode()
     return SimpleUploadedFile("gpodder-net.json", body, content_type="application/json")
 
@@ -278,3 +280,88 @@ def test_a_broker_that_cannot_be_reached_ends_the_import_in_words(
     assert upload.state == "failed"
     assert "the task queue could not be reached" in upload.error
     assert not ImportChunk.objects.exists()
+
+
+def readable(text: str) -> bool:
+    return not any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in text)
+
+
+def test_a_refused_action_whose_text_holds_a_nul_is_told_and_the_others_counted(
+    page: Client, person: Any, started: Any
+) -> None:
+    """Its name in the refusals, the episode URL as sent, reached PostgreSQL, which refused
+    it: the import ended as "stopped on an error of this server", and its page said 0
+    imported although the good actions were written."""
+    bad = download("https://cdn.example.com/\x00\x1b[2J.mp3")
+    response = started(page, "/data/import-history/", {"file": history(1, 2, more=(bad,))})
+    upload = Import.objects.get()
+    assert (upload.state, upload.error) == ("done", "")
+    assert (upload.actions_imported, upload.refused) == (2, 1)
+    [refusal] = upload.refusals
+    assert refusal["what"] == "download of https://cdn.example.com/\ufffd\ufffd[2J.mp3"
+    assert "episode contains control or invalid characters" in refusal["reason"]
+    assert all(readable(text) for text in (refusal["what"], refusal["reason"]))
+    text = page.get(response["Location"]).content.decode()
+    assert "<dt>Episode actions imported</dt><dd>2</dd>" in text
+    assert EpisodeAction.objects.filter(user=person).count() == 2
+
+
+@pytest.mark.usefixtures("loopback")
+@pytest.mark.parametrize(
+    ("behaviour", "error"),
+    [
+        ("nul_status", "the server could not be read (BadStatusLine: HTTP/1.1 2\ufffd00 OK"),
+        ("nul_redirect", "another address (http://elsewhere.example/\ufffd\ufffd[31m)"),
+    ],
+)
+def test_a_server_whose_answer_holds_a_nul_ends_the_import_in_words(
+    page: Client, person: Any, started: Any, behaviour: str, error: str
+) -> None:
+    """The import's error quotes what the server sent: a NUL reached PostgreSQL, which refused
+    it, and the import was left running, holding the person's next one back for IMPORT_TIMEOUT
+    and two minutes more."""
+    with standin(behaviour) as server:
+        response = started(
+            page,
+            "/data/import-server/",
+            {"server": server.url, "username": USER, "password": PASSWORD, "protocol": "auto"},
+        )
+    upload = Import.objects.get()
+    assert upload.state == "failed"
+    assert error in upload.error
+    assert readable(upload.error)
+    assert error in page.get(response["Location"]).content.decode()
+    # Ended: the next import may start at once.
+    assert started(page, "/data/import-history/", {"file": history(1)}).status_code == 302
+
+
+def test_an_import_that_fails_midway_tells_what_it_wrote(
+    page: Client, person: Any, started: Any, monkeypatch: Any
+) -> None:
+    """A failure of this server's own after two batches: ended as failed, its page counting the
+    actions those batches wrote (it said 0)."""
+    from episodes import services as episodes_services
+    from imports import services
+
+    monkeypatch.setattr(services, "BATCH", 10)
+    upload_actions = episodes_services.actions_upload
+    calls = []
+
+    def fails_third(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 2:
+            raise RuntimeError("a bug of this server's")
+        return upload_actions(**kwargs)
+
+    monkeypatch.setattr(episodes_services, "actions_upload", fails_third)
+    response = started(page, "/data/import-history/", {"file": history(*range(35))})
+    upload = Import.objects.get()
+    assert upload.state == "failed"
+    assert "stopped on an error of this server" in upload.error
+    assert (upload.actions_read, upload.actions_imported) == (30, 20)
+    assert upload.finished is not None
+    assert (
+        "<dt>Episode actions imported</dt><dd>20</dd>"
+        in page.get(response["Location"]).content.decode()
+    )
+    assert EpisodeAction.objects.filter(user=person).count() == 20
