@@ -20,6 +20,7 @@ from datetime import timedelta
 from itertools import islice
 from typing import IO, Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
@@ -420,6 +421,11 @@ def import_run(*, import_id: int, secret: str | None) -> None:
         progress.failed(_reason(exc))
     except NotAuthorized:
         progress.failed("the account was deactivated or deleted meanwhile")
+    except SoftTimeLimitExceeded:  # the task's backstop (imports.tasks), past IMPORT_TIMEOUT
+        progress.failed(
+            f"the import took longer than {settings.IMPORT_TASK_SOFT_TIME_LIMIT:g} seconds, the "
+            "most a run may take: start it again, it adds what is missing"
+        )
     except Exception:
         logger.exception("Import %s stopped on an error", import_id)
         progress.failed("the import stopped on an error of this server; start it again")

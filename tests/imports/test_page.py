@@ -4,6 +4,9 @@ used and forgotten."""
 
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
 import unicodedata
 from datetime import timedelta
@@ -18,6 +21,7 @@ from episodes.models import EpisodeAction
 from imports.models import Import, ImportChunk
 from imports.sealed import opened, seal
 from tests.imports.standins import PASSWORD, USER, standin
+from tests.servers import ROOT
 
 
 @pytest.fixture
@@ -365,3 +369,56 @@ def test_an_import_that_fails_midway_tells_what_it_wrote(
         in page.get(response["Location"]).content.decode()
     )
     assert EpisodeAction.objects.filter(user=person).count() == 20
+
+
+def test_the_import_task_has_time_limits_of_its_own_past_import_timeout() -> None:
+    """It ran under every task's limits, 270 s soft and 300 s hard, though an import may read a
+    server for IMPORT_TIMEOUT (600 s) and then write what it read. Its own follow the settings
+    it is started with: past IMPORT_TIMEOUT, by a second for every 2,000 actions it may write."""
+    code = (
+        "import django; django.setup(); "
+        "from celery import current_app; from imports.tasks import run_import; "
+        "print(run_import.soft_time_limit, run_import.time_limit, current_app.conf.task_time_limit)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"}
+    found = {}
+    for timeout, actions in (("600", "1000000"), ("1500", "20000")):
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, "IMPORT_TIMEOUT": timeout, "IMPORT_MAX_ACTIONS": actions},
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        found[timeout] = tuple(float(n) for n in result.stdout.split())
+    assert found["600"] == (1100, 1160, 300)
+    assert found["1500"] == (1510, 1570, 300)
+
+
+def test_an_import_past_its_time_limit_ends_saying_so_with_what_it_wrote(
+    page: Client, person: Any, started: Any, monkeypatch: Any
+) -> None:
+    """The soft limit raises in the run, wherever it is: the batch under way is rolled back,
+    and the import ends as failed, in words, counting the batches it wrote."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from episodes import services as episodes_services
+    from imports import services
+
+    monkeypatch.setattr(services, "BATCH", 10)
+    upload_actions = episodes_services.actions_upload
+    calls = []
+
+    def late_on_the_third(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 2:
+            raise SoftTimeLimitExceeded()
+        return upload_actions(**kwargs)
+
+    monkeypatch.setattr(episodes_services, "actions_upload", late_on_the_third)
+    started(page, "/data/import-history/", {"file": history(*range(35))})
+    upload = Import.objects.get()
+    assert upload.state == "failed"
+    assert upload.error == (
+        "the import took longer than 1100 seconds, the most a run may take: start it again, it "
+        "adds what is missing"
+    )
+    assert upload.actions_imported == 20
