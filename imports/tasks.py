@@ -10,7 +10,7 @@ from imports import services
 # limits: the tasks' (CELERY_TASK_TIME_LIMIT, five minutes) would end a run that is still within
 # IMPORT_TIMEOUT.
 @shared_task(
-    queue="celery",
+    queue="imports",
     soft_time_limit=settings.IMPORT_TASK_SOFT_TIME_LIMIT,
     time_limit=settings.IMPORT_TASK_TIME_LIMIT,
 )

@@ -468,7 +468,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5}
 # One queue per kind of work, so a backlog of one never delays another. A worker started
 # without -Q consumes all of them.
-QUEUES = ("celery", "deletions", "feeds")
+QUEUES = ("celery", "deletions", "feeds", "imports")
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in QUEUES)
 CELERY_BEAT_SCHEDULE = {
