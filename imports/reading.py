@@ -88,6 +88,7 @@ class _Bounded:
     def __init__(self, file: IO[bytes]) -> None:
         self.file = file
         self.unbroken = 0  # bytes read since the last event
+        self.first = True
 
     def read(self, size: int = -1) -> bytes:
         if self.unbroken > MAX_VALUE_BYTES:
@@ -96,6 +97,10 @@ class _Bounded:
                 f"{MAX_VALUE_BYTES:,} bytes, which no history has"
             )
         data = self.file.read(size)
+        if self.first and data:
+            # A byte-order mark, which some servers and editors write and the parser refuses.
+            data = data.removeprefix(b"\xef\xbb\xbf")
+            self.first = False
         self.unbroken += len(data)
         return data
 
