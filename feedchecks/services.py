@@ -20,7 +20,6 @@ fetched but at most once a minute per feed, throttled per account.
 
 import logging
 import threading
-import unicodedata
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -37,6 +36,7 @@ from django.db.models import F, OuterRef, Q, Subquery
 from core import clock
 from core.exceptions import DomainError, NotAuthorized
 from core.retry import TRANSIENT_DATABASE_ERRORS
+from core.text import readable
 from feedchecks import fetcher, parsing, reader, throttles
 from feedchecks.catalogue import catalogue_store
 from feedchecks.models import FeedCheck
@@ -50,8 +50,6 @@ logger = logging.getLogger(__name__)
 # The longest error text a check keeps: a server's status line, which an error may quote, is as
 # long as the server makes it, and staff read the text in a list.
 MAX_ERROR_LENGTH = 500
-# What an error's text shows as U+FFFD: control and format characters, lone surrogates.
-_UNREADABLE = frozenset({"Cc", "Cf", "Cs"})
 # The failed feeds one run of the retry sweep sends at most, those whose last try is oldest
 # first: a run's sends stay a moment's work whatever happened to many feeds at once.
 RETRY_BATCH = 500
@@ -261,7 +259,7 @@ def _fetch_and_record(key_digest: str, url: str) -> FeedCheck:
             "link": identity.link,
             "image_url": identity.image_url,
         }
-    error = _readable(error)
+    error = readable(error, MAX_ERROR_LENGTH)
     try:
         with transaction.atomic():  # a savepoint when called within a transaction
             FeedCheck.objects.filter(key_digest=key_digest).update(
@@ -313,20 +311,6 @@ def _failure(exc: Exception) -> Failure:
     if isinstance(exc, parsing.UnreadableFeed):  # NotAFeed, or the parser gave up on it
         return Failure.NOT_A_FEED
     return Failure.OTHER
-
-
-def _readable(text: str) -> str:
-    """An error's text as staff can read it and the database can store it: every control
-    character (a NUL in a server's status line, bytes that were not UTF-8), format character and
-    lone surrogate shown as U+FFFD, whitespace collapsed, at most MAX_ERROR_LENGTH characters."""
-    shown = "".join(
-        " " if ch.isspace() else "\ufffd" if unicodedata.category(ch) in _UNREADABLE else ch
-        for ch in text
-    )
-    shown = " ".join(shown.split())
-    if len(shown) > MAX_ERROR_LENGTH:
-        shown = shown[: MAX_ERROR_LENGTH - 1] + "\u2026"
-    return shown
 
 
 def _apply(check: FeedCheck, *, user_ids: list[int]) -> None:

@@ -9,27 +9,32 @@ Three kinds, told apart by their content, not their name:
 
 A JSON file is read through once before anything is written, as a stream: a file that is not
 JSON, or not of one of these shapes, or holds more actions than the import takes, is refused
-whole, and nothing is written.
+whole, and nothing is written; so is one holding an item past its bound (imports.reading).
+Its items are then built one at a time, of the keys an import uses alone.
 """
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-import ijson
 from django.conf import settings
 
 from core.exceptions import InvalidInput
+from imports import reading
 from imports.history import Source, SourceDevice
 from subscriptions import opml
 
 # Where each JSON kind keeps its actions (ijson's prefixes).
 _ACTIONS = {"list": "item", "gpodder": "actions.item", "export": "episode_actions.item"}
 _EXPORT_KEYS = {"exported", "subscriptions", "devices", "episode_actions"}
-# No file of any kind nests deeper (an export: its document, a list, an entry, a history).
-MAX_DEPTH = 16
-# The export's subscriptions and devices are read whole (the actions alone are streamed).
+# The export's subscriptions and devices are held while it is imported (its actions are
+# streamed).
 MAX_EXPORT_ITEMS = 100_000
+# What each place of a file holds, bounded as it is read.
+_ITEMS = dict.fromkeys(_ACTIONS.values(), reading.ACTION) | {
+    "subscriptions.item": reading.EXPORT_SUBSCRIPTION,
+    "devices.item": reading.EXPORT_DEVICE,
+}
 
 
 def file_source(file: IO[bytes], *, max_actions: int) -> Source:
@@ -79,20 +84,13 @@ def json_source(file: IO[bytes], *, max_actions: int) -> Source:
 
     def actions() -> Iterator[Any]:
         file.seek(0)
-        yield from ijson.items(file, _ACTIONS[kind], use_float=True)
+        for _place, item in reading.Items(file, {_ACTIONS[kind]: reading.ACTION}):
+            yield item
 
     if kind != "export":
         described = "a gpodder.net episode-actions file" if kind == "gpodder" else "a JSON list"
         return Source(kind=described, actions=actions, action_count=count, timestamp=timestamp)
-    feeds = _export_feeds(file)
-    return Source(
-        kind="an export of this service",
-        feeds=list(feeds),
-        guids={url: guid for url, guid in feeds.items() if guid},
-        devices=_export_devices(file),
-        actions=actions,
-        action_count=count,
-    )
+    return _export(file, actions, count)
 
 
 def _first_character(file: IO[bytes]) -> bytes:
@@ -103,64 +101,29 @@ def _first_character(file: IO[bytes]) -> bytes:
 
 
 def _scanned(file: IO[bytes]) -> tuple[str | None, dict[str, int], int | None]:
-    """Read the whole file as JSON events: its shape (from its top-level keys) and how many
-    objects each place that may hold actions holds, and its top-level `timestamp`. InvalidInput
-    when it is not JSON, or nests deeper than MAX_DEPTH.
-
-    ijson's basic events, without their prefixes: a prefix is made for each event at its depth,
-    and a file of a hundred thousand `[` would cost gigabytes in them. Once a file has passed
-    here, reading it with prefixes (ijson.items) is safe."""
+    """Read the whole file as JSON events, building nothing: its shape (from its top-level
+    keys), how many items each place that may hold actions holds, and its top-level
+    `timestamp`. InvalidInput when it cannot be read, or holds an item past its bound
+    (imports.reading.events)."""
     counts = dict.fromkeys(_ACTIONS.values(), 0)
     keys: set[str] = set()
-    # Each open container: the key being read in a map (None in an array).
-    stack: list[str | None] = []
     timestamp = None
     file.seek(0)
-    try:
-        for event, value in ijson.basic_parse(file, use_float=True):
-            if event not in ("end_map", "end_array", "map_key"):
-                place = _place(stack)  # every item counts, whatever it is
-                if place in counts:
-                    counts[place] += 1
-            if event in ("start_map", "start_array"):
-                stack.append("" if event == "start_map" else None)
-                if len(stack) > MAX_DEPTH:
-                    raise InvalidInput(f"this nests deeper than {MAX_DEPTH} levels")
-            elif event in ("end_map", "end_array"):
-                stack.pop()
-            elif event == "map_key":
-                stack[-1] = value
-                if len(stack) == 1:
-                    keys.add(value)
-            elif event == "number" and stack == ["timestamp"] and isinstance(value, int):
-                timestamp = value
-    except (ijson.JSONError, ValueError) as exc:
-        raise InvalidInput(f"this is not valid JSON ({_short(exc)})") from None
+    for event, value, place in reading.events(file, _ITEMS):
+        if event == "map_key":
+            if place == "":
+                keys.add(value)
+        elif event in ("end_map", "end_array"):
+            continue
+        elif place in counts:  # every item counts, whatever it is
+            counts[place] += 1
+        elif place == "timestamp" and event == "number" and isinstance(value, int):
+            timestamp = value
     if keys & (_EXPORT_KEYS - {"exported"}) and "actions" not in keys:
         return "export", counts, timestamp
     if "actions" in keys:
         return "gpodder", counts, timestamp
     return None, counts, timestamp
-
-
-def _place(stack: list[str | None]) -> str:
-    """Where a value opening now sits, as ijson's prefix of it: "item", "actions.item"..."""
-    return ".".join("item" if key is None else key for key in stack)
-
-
-def _short(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return text[:200]
-
-
-def _items(file: IO[bytes], prefix: str) -> list[Any]:
-    file.seek(0)
-    found = []
-    for item in ijson.items(file, prefix, use_float=True):
-        found.append(item)
-        if len(found) > MAX_EXPORT_ITEMS:
-            raise InvalidInput(f"more than {MAX_EXPORT_ITEMS:,} {prefix.split('.')[0]}")
-    return found
 
 
 def _within_entries(count: int, what: str) -> None:
@@ -172,40 +135,53 @@ def _within_entries(count: int, what: str) -> None:
         )
 
 
-def _export_feeds(file: IO[bytes]) -> dict[str, str | None]:
-    """The export's current subscriptions (subscribed, not deleted), each with its guid: the
-    others are history the export keeps, which an import does not bring back as subscriptions."""
-    current = {
-        item["feed_url"]: item["guid"] if isinstance(item.get("guid"), str) else None
-        for item in _items(file, "subscriptions.item")
-        if isinstance(item, dict)
-        and isinstance(item.get("feed_url"), str)
-        and item.get("is_subscribed") is True
-        and item.get("deleted") is None
-    }
+def _export(file: IO[bytes], actions: Callable[[], Iterator[Any]], count: int) -> Source:
+    """An export's history: its current subscriptions (subscribed, not deleted), each with its
+    guid (the others are history the export keeps, which an import does not bring back as
+    subscriptions), and its devices with their spellings, read in one pass."""
+    file.seek(0)
+    wanted = {place: _ITEMS[place] for place in ("subscriptions.item", "devices.item")}
+    current: dict[str, str | None] = {}
+    devices: list[SourceDevice] = []
+    held = dict.fromkeys(wanted, 0)
+    for place, item in reading.Items(file, wanted):
+        held[place] += 1
+        if held[place] > MAX_EXPORT_ITEMS:
+            raise InvalidInput(f"more than {MAX_EXPORT_ITEMS:,} {place.split('.')[0]}")
+        if place == "subscriptions.item":
+            if (
+                isinstance(item, dict)
+                and isinstance(item.get("feed_url"), str)
+                and item.get("is_subscribed") is True
+                and item.get("deleted") is None
+            ):
+                guid = item.get("guid")
+                current[item["feed_url"]] = guid if isinstance(guid, str) else None
+        elif isinstance(item, dict) and isinstance(item.get("id"), str):
+            devices.append(_export_device(item))
     _within_entries(len(current), "this export")
-    return current
+    return Source(
+        kind="an export of this service",
+        feeds=list(current),
+        guids={url: guid for url, guid in current.items() if guid},
+        devices=devices,
+        actions=actions,
+        action_count=count,
+    )
 
 
-def _export_devices(file: IO[bytes]) -> list[SourceDevice]:
-    devices = []
-    for item in _items(file, "devices.item"):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-            continue
-        spellings = item.get("feed_url_spellings")
-        devices.append(
-            SourceDevice(
-                id=item["id"],
-                caption=_text(item.get("caption")),
-                type=_text(item.get("type")),
-                spellings=[
-                    entry["url"]
-                    for entry in (spellings if isinstance(spellings, list) else [])
-                    if isinstance(entry, dict) and isinstance(entry.get("url"), str)
-                ],
-            )
-        )
-    return devices
+def _export_device(item: dict[str, Any]) -> SourceDevice:
+    spellings = item.get("feed_url_spellings")
+    return SourceDevice(
+        id=item["id"],
+        caption=_text(item.get("caption")),
+        type=_text(item.get("type")),
+        spellings=[
+            entry["url"]
+            for entry in (spellings if isinstance(spellings, list) else [])
+            if isinstance(entry, dict) and isinstance(entry.get("url"), str)
+        ],
+    )
 
 
 def _text(value: Any) -> str:

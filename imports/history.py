@@ -23,7 +23,8 @@ class SourceDevice:
 @dataclass
 class Source:
     """Everything an import reads. `actions()` yields each action as its source sent it (a JSON
-    object, checked when it is written), `action_count` of them."""
+    object of the fields an action has, checked when it is written), `action_count` of
+    them."""
 
     kind: str  # what was read, in words: "an OPML file", ...
     feeds: list[str] = field(default_factory=list)  # subscriptions of no device

@@ -2,6 +2,11 @@
 the gpodder.net API v2 (gpodder.net, oPodSync, mygpo, this service) or the Nextcloud gPodder
 Sync API, found by asking.
 
+Its small answers (a login, the devices, a device's subscriptions) are read whole, up to
+SMALL_ANSWER, and then as the episode actions are, one bounded item at a time (imports.reading):
+an answer holding an item past its bound is refused, and nothing but the keys an import uses is
+built.
+
 Every request keeps the rules of a feed fetch (feedchecks.fetcher): its address checked and
 pinned, private networks refused unless IMPORT_ALLOWED_NETWORKS names them, TLS certificates
 verified, one deadline for the whole import however slowly the server sends, and a cap on each
@@ -26,6 +31,7 @@ from django.conf import settings
 from core.exceptions import DomainError, InvalidInput
 from episodes.actions import PLAY_FIELDS
 from feedchecks import fetcher
+from imports import reading
 from imports.files import json_source
 from imports.history import Source, SourceDevice
 
@@ -154,16 +160,38 @@ class _Client:
             raise ImportFailed("the server redirected from https to plain http, which is refused")
         return target
 
-    def json(self, method: str, path: str, what: str) -> Any:
-        """A small answer read whole, as JSON; ImportFailed when it is not."""
-        answer = self.request(method, path, what)
+    def items(
+        self, path: str, what: str, opens: bytes, wanted: dict[str, reading.Item]
+    ) -> "_Answer":
+        """The items of a small answer that is JSON opening with `opens` (b"[" or b"{"), as
+        imports.reading.Items reads them; ImportFailed when it is not, naming `what`."""
+        answer = self.request("GET", path, what)
         _refused_status(answer, what)
-        if answer.body.lstrip()[:1] == b"<":
+        first = answer.body.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+        if first == b"<":
             raise ImportFailed(f"the server answered its {what} with a web page, not JSON")
+        if first != opens:
+            shape = "a list" if opens == b"[" else "a JSON object"
+            raise ImportFailed(f"the server's {what} is not {shape}")
+        return _Answer(answer.body, wanted, what)
+
+
+class _Answer(reading.Items):
+    """A small answer's items; ImportFailed, naming what it is, when they cannot be read."""
+
+    def __init__(self, body: bytes, wanted: dict[str, reading.Item], what: str) -> None:
+        super().__init__(io.BytesIO(body), wanted)
+        self.what = what
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
         try:
-            return json.loads(answer.body) if answer.body.strip() else None
-        except (ValueError, RecursionError):
-            raise ImportFailed(f"the server's {what} is not JSON") from None
+            yield from super().__iter__()
+        except InvalidInput as exc:
+            raise ImportFailed(f"the server's {self.what}: {_detail(exc)}") from None
+
+
+def _detail(exc: InvalidInput) -> str:
+    return exc.message.removeprefix(f"{InvalidInput.default_message}: ")
 
 
 def _refused_status(answer: fetcher.Exchanged, what: str) -> None:
@@ -228,32 +256,19 @@ def server_source(
 
 
 def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
-    found = client.json("GET", f"/api/2/devices/{user}.json", "device list")
-    if not isinstance(found, list):
-        raise ImportFailed("the server's device list is not a list")
-    listed = [item for item in found if isinstance(item, dict) and isinstance(item.get("id"), str)]
-    # No account here holds more than MAX_DEVICES: those past it are not read, but named.
-    kept = settings.MAX_DEVICES
-    refused = [
-        (
-            f"device {item['id'][:64]!r}",
-            f"past the {kept} devices an account may have (MAX_DEVICES)",
-        )
-        for item in listed[kept:]
-    ]
+    listed, refused = _devices(client, user)
     devices = []
-    for number, item in enumerate(listed[:kept], 1):
-        client.reading(f"device {number} of {min(len(listed), kept)}: {item['id'][:64]}")
+    for number, item in enumerate(listed, 1):
+        client.reading(f"device {number} of {len(listed)}: {item['id'][:64]}")
         device = quote(item["id"], safe="")
-        changes = client.json(
-            "GET", f"/api/2/subscriptions/{user}/{device}.json?since=0", "device's subscriptions"
-        )
+        path = f"/api/2/subscriptions/{user}/{device}.json?since=0"
+        feeds = _added(client, path, "device's subscriptions")
         devices.append(
             SourceDevice(
                 id=item["id"],
                 caption=item["caption"] if isinstance(item.get("caption"), str) else "",
                 type=item["type"] if isinstance(item.get("type"), str) else "",
-                feeds=_added(changes),
+                feeds=feeds,
             )
         )
     pages = _pages(client, f"/api/2/episodes/{user}.json?since={{}}", files)
@@ -266,6 +281,30 @@ def _gpodder(client: _Client, user: str, files: contextlib.ExitStack) -> Source:
         action_count=sum(page.action_count for page in pages),
         refused=refused,
     )
+
+
+def _devices(client: _Client, user: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The devices of the server's device list that are read (each with an `id`), and those
+    refused. No account here holds more than MAX_DEVICES: those past it are not read, but named
+    (as many again; the others counted in one line)."""
+    kept = settings.MAX_DEVICES
+    past = f"past the {kept} devices an account may have (MAX_DEVICES)"
+    listed: list[dict[str, Any]] = []
+    refused: list[tuple[str, str]] = []
+    more = 0
+    path = f"/api/2/devices/{user}.json"
+    for _place, item in client.items(path, "device list", b"[", {"item": reading.SERVER_DEVICE}):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        elif len(listed) < kept:
+            listed.append(item)
+        elif len(refused) < kept:
+            refused.append((f"device {item['id'][:64]!r}", past))
+        else:
+            more += 1
+    if more:
+        refused.append((f"{more:,} more devices", past))
+    return listed, refused
 
 
 def _without_overlap(pages: list[Source]) -> Iterator[Any]:
@@ -286,14 +325,14 @@ def _without_overlap(pages: list[Source]) -> Iterator[Any]:
 
 def _nextcloud(client: _Client, root: str, files: contextlib.ExitStack) -> Source:
     client.reading("subscriptions")
-    changes = client.json("GET", f"{root}/subscriptions?since=0", "subscriptions")
+    feeds = _added(client, f"{root}/subscriptions?since=0", "subscriptions")
     client.reading("episode actions")
     page, _ = _actions(client, f"{root}/episode_action?since=0", files)
     # Nextcloud's app knows no devices: what it holds comes in as the device this service's
     # Nextcloud paths give the account's own password (docs/nextcloud.md).
     return Source(
         kind=f"the Nextcloud gPodder Sync app at {client.origin.hostname}",
-        devices=[SourceDevice(id="nextcloud", feeds=_added(changes))],
+        devices=[SourceDevice(id="nextcloud", feeds=feeds)],
         actions=lambda: map(_nextcloud_action, page.actions()),
         action_count=page.action_count,
     )
@@ -307,17 +346,22 @@ def _nextcloud_action(item: Any) -> Any:
     return item
 
 
-def _added(changes: Any) -> list[str]:
+def _added(client: _Client, path: str, what: str) -> list[str]:
     """The subscriptions of a `since=0` answer: its `add`, of at most MAX_OPML_ENTRIES."""
-    if not isinstance(changes, dict) or not isinstance(changes.get("add"), list):
-        raise ImportFailed('a subscription answer of the server is not {"add": [...], ...}')
     limit = settings.MAX_OPML_ENTRIES
-    if len(changes["add"]) > limit:
-        raise ImportFailed(
-            f"a device there has {len(changes['add']):,} subscriptions; an import takes at most "
-            f"{limit:,} a device (MAX_OPML_ENTRIES)"
-        )
-    return [url for url in changes["add"] if isinstance(url, str)]
+    read = client.items(path, what, b"{", {"add.item": reading.SERVER_SUBSCRIPTION})
+    feeds: list[str] = []
+    for count, (_place, url) in enumerate(read, 1):
+        if count > limit:
+            raise ImportFailed(
+                f"a device there has more than {limit:,} subscriptions; an import takes at most "
+                f"{limit:,} a device (MAX_OPML_ENTRIES)"
+            )
+        if isinstance(url, str):
+            feeds.append(url)
+    if "add" not in read.lists:
+        raise ImportFailed('a subscription answer of the server is not {"add": [...], ...}')
+    return feeds
 
 
 def _pages(client: _Client, path: str, files: contextlib.ExitStack) -> list[Source]:
@@ -365,5 +409,4 @@ def _actions(
     try:
         return json_source(sink, max_actions=settings.IMPORT_MAX_ACTIONS - actions), read
     except InvalidInput as exc:
-        detail = exc.message.removeprefix(f"{InvalidInput.default_message}: ")
-        raise ImportFailed(f"the server's episode actions: {detail}") from None
+        raise ImportFailed(f"the server's episode actions: {_detail(exc)}") from None

@@ -20,12 +20,14 @@ from datetime import timedelta
 from itertools import islice
 from typing import IO, Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
 
 from core import clock
 from core.exceptions import DomainError, InvalidInput, NotAuthorized
+from core.text import readable
 from episodes import services as episodes
 from episodes.actions import ActionError, SentAction, action_parsed
 from gpodder import selectors as gpodder_selectors
@@ -48,6 +50,9 @@ BATCH = 1000
 CHUNK_BYTES = 1024 * 1024
 # The refusals a summary lists; it counts them all.
 REFUSALS_KEPT = 100
+# The longest text of an import's that a page shows: an item named in a refusal, a reason, the
+# import's error (which may quote what the other server sent, as long as it made it).
+MAX_TEXT = 500
 
 
 @dataclass(frozen=True)
@@ -76,19 +81,24 @@ class Summary:
         return len(self.device_ids)
 
     def refuse(self, what: str, reason: str) -> None:
+        """Count an item refused, and keep it named, in words the database stores and a page
+        shows: both may quote the source (an episode URL, a server's reason) as it sent them."""
         self.refused += 1
         if len(self.refusals) < REFUSALS_KEPT:
-            self.refusals.append(Refusal(what, reason))
+            self.refusals.append(Refusal(readable(what, MAX_TEXT), readable(reason, MAX_TEXT)))
 
 
 # Called after each step with the summary so far.
 Progress = Callable[[Summary], None]
 
 
-def history_import(*, user: Any, source: Source, progress: Progress | None = None) -> Summary:
+def history_import(
+    *, user: Any, source: Source, progress: Progress | None = None, summary: Summary | None = None
+) -> Summary:
     """Write `source` into `user`'s account: its feeds, its devices with their feeds and
-    spellings, then its actions, BATCH at a time."""
-    summary = Summary()
+    spellings, then its actions, BATCH at a time. `summary` is filled as it goes, so that a run
+    that raises midway still tells what it wrote."""
+    summary = summary if summary is not None else Summary()
     for what, reason in source.refused:
         summary.refuse(what, reason)
     told = progress or (lambda summary: None)
@@ -335,7 +345,7 @@ def file_import_start(*, user: Any, name: str, file: IO[bytes]) -> Import:
     """Queue an import of a file, kept in the database (a megabyte a row) until it is read."""
     import_check_allowed(user=user)
     with transaction.atomic():
-        upload = _created(user=user, source=Import.Source.FILE, origin=name[:300])
+        upload = _created(user=user, source=Import.Source.FILE, origin=readable(name, 300))
         seq = 0
         while chunk := file.read(CHUNK_BYTES):
             ImportChunk.objects.create(upload=upload, seq=seq, data=chunk)
@@ -393,6 +403,7 @@ def import_run(*, import_id: int, secret: str | None) -> None:
         ImportChunk.objects.filter(upload_id=import_id, upload__state__in=ended).delete()
         return
     upload = Import.objects.select_related("user").get(pk=import_id)
+    progress = _Progress(upload)
     try:
         if upload.source == Import.Source.SERVER:
             credentials = opened(secret or "")
@@ -400,20 +411,24 @@ def import_run(*, import_id: int, secret: str | None) -> None:
                 raise ImportFailed("the import waited too long for a worker: start it again")
             username, password, protocol = json.loads(credentials)
             account = Account(upload.origin, username, password, protocol)
-            progress = _Progress(upload)
             with server_source(account, reading=progress.reading) as source:
                 _imported(upload, source, progress)
         else:
             with _file_of(upload) as file:
                 found = file_source(file, max_actions=settings.IMPORT_MAX_ACTIONS)
-                _imported(upload, found, _Progress(upload))
+                _imported(upload, found, progress)
     except (ImportFailed, InvalidInput) as exc:
-        _ended(upload.pk, _reason(exc))
+        progress.failed(_reason(exc))
     except NotAuthorized:
-        _ended(upload.pk, "the account was deactivated or deleted meanwhile")
+        progress.failed("the account was deactivated or deleted meanwhile")
+    except SoftTimeLimitExceeded:  # the task's backstop (imports.tasks), past IMPORT_TIMEOUT
+        progress.failed(
+            f"the import took longer than {settings.IMPORT_TASK_SOFT_TIME_LIMIT:g} seconds, the "
+            "most a run may take: start it again, it adds what is missing"
+        )
     except Exception:
         logger.exception("Import %s stopped on an error", import_id)
-        _ended(upload.pk, "the import stopped on an error of this server; start it again")
+        progress.failed("the import stopped on an error of this server; start it again")
     finally:
         ImportChunk.objects.filter(upload_id=import_id).delete()
 
@@ -436,11 +451,13 @@ def _file_of(upload: Import) -> Iterator[IO[bytes]]:
 class _Progress:
     """Tells the import's page how far it is, at most once a second: what of the server is
     being read (`reading`), then what was written (a call with the summary so far); and the
-    summary at the end (`write`)."""
+    summary at the end (`write`), or, when it fails, what it wrote until then (`failed`)."""
 
     def __init__(self, upload: Import) -> None:
         self.upload = upload
         self.last = 0.0
+        # The run's own: what a run that raises midway wrote is still told.
+        self.summary = Summary()
 
     def _due(self) -> bool:
         if time.monotonic() - self.last < 1.0:
@@ -451,14 +468,14 @@ class _Progress:
     def reading(self, text: str) -> None:
         if self._due():
             Import.objects.filter(pk=self.upload.pk).update(
-                described=f"{self.upload.origin}: {text}"[:300], updated=clock.now()
+                described=readable(f"{self.upload.origin}: {text}", 300), updated=clock.now()
             )
 
     def __call__(self, summary: Summary) -> None:
         if self._due():
             self.write(summary)
 
-    def write(self, summary: Summary, state: str | None = None) -> None:
+    def write(self, summary: Summary, state: str | None = None, error: str = "") -> None:
         now = clock.now()
         fields = {
             "actions_read": summary.actions_read,
@@ -475,20 +492,32 @@ class _Progress:
         if state is not None:
             # Paged answers repeat a few actions, counted ahead: at the end, the bar is full.
             fields.update(state=state, finished=now, action_count=summary.actions_read)
+        if error:
+            fields.update(error=readable(error, MAX_TEXT))
         Import.objects.filter(pk=self.upload.pk).update(**fields)
+
+    def failed(self, reason: str) -> None:
+        """End the import as failed, with the reason and what it wrote until then; should even
+        that not be stored, as failed with the reason alone: never left under way, which would
+        hold the person's next import back until it counts as stalled."""
+        try:
+            self.write(self.summary, state=Import.State.FAILED, error=reason)
+        except DatabaseError:
+            logger.exception("Import %s: its summary could not be stored", self.upload.pk)
+            _ended(self.upload.pk, reason)
 
 
 def _imported(upload: Import, source: Source, progress: _Progress) -> None:
-    upload.described = source.kind[:300]
+    upload.described = readable(source.kind, 300)
     upload.action_count = source.action_count
     upload.save(update_fields=["described", "action_count"])
-    summary = history_import(user=upload.user, source=source, progress=progress)
-    progress.write(summary, state=Import.State.DONE)
+    history_import(user=upload.user, source=source, progress=progress, summary=progress.summary)
+    progress.write(progress.summary, state=Import.State.DONE)
 
 
 def _ended(import_id: int, reason: str) -> None:
     now = clock.now()
     Import.objects.filter(pk=import_id).update(
-        state=Import.State.FAILED, error=reason, finished=now, updated=now
+        state=Import.State.FAILED, error=readable(reason, MAX_TEXT), finished=now, updated=now
     )
     ImportChunk.objects.filter(upload_id=import_id).delete()

@@ -353,6 +353,13 @@ IMPORT_MAX_ACTIONS = env.int("IMPORT_MAX_ACTIONS", default=1_000_000)
 # million actions is about 250 MB of JSON); the other answers are read up to 10 MB.
 IMPORT_TIMEOUT = env.float("IMPORT_TIMEOUT", default=600.0)
 IMPORT_MAX_ANSWER_BYTES = env.int("IMPORT_MAX_ANSWER_BYTES", default=512 * 1024 * 1024)
+# The import task's own time limits (imports.tasks), not CELERY_TASK_TIME_LIMIT's: a backstop
+# past what the run bounds itself. Its reading of a server ends at IMPORT_TIMEOUT; writing what
+# it read, IMPORT_MAX_ACTIONS at most, is given a second for every 2,000 of them, six times what
+# it takes (bench/README.md: 13,000 a second). At the soft limit the run ends as failed, saying
+# so; the hard one, a minute later, stops a run that did not end then.
+IMPORT_TASK_SOFT_TIME_LIMIT = IMPORT_TIMEOUT + IMPORT_MAX_ACTIONS / 2000
+IMPORT_TASK_TIME_LIMIT = IMPORT_TASK_SOFT_TIME_LIMIT + 60
 # Imports a person may start in a day, one at a time; and the largest file the page takes.
 IMPORT_MAX_PER_DAY = env.int("IMPORT_MAX_PER_DAY", default=20)
 IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=256 * 1024 * 1024)
@@ -461,7 +468,7 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5}
 # One queue per kind of work, so a backlog of one never delays another. A worker started
 # without -Q consumes all of them.
-QUEUES = ("celery", "deletions", "feeds")
+QUEUES = ("celery", "deletions", "feeds", "imports")
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = tuple(Queue(name, Exchange(name), routing_key=name) for name in QUEUES)
 CELERY_BEAT_SCHEDULE = {

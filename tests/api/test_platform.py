@@ -407,6 +407,7 @@ def test_celery_settings_make_a_lost_task_impossible():
     from config.celery import app
     from deletions.tasks import process_deletion
     from feedchecks.tasks import check_feed, check_feeds
+    from imports.tasks import run_import
 
     conf = app.conf
     assert conf.task_acks_late is True
@@ -415,10 +416,11 @@ def test_celery_settings_make_a_lost_task_impossible():
     assert 0 < conf.task_soft_time_limit < conf.task_time_limit
     assert conf.broker_transport_options["visibility_timeout"] > conf.task_time_limit
     assert conf.broker_transport_options["unacked_restore_throttle"] == 1
-    assert {queue.name for queue in conf.task_queues} == {"celery", "deletions", "feeds"}
+    assert {queue.name for queue in conf.task_queues} == {"celery", "deletions", "feeds", "imports"}
     assert getattr(process_deletion, "queue", None) == "deletions"
     assert getattr(check_feed, "queue", None) == "feeds"
     assert getattr(check_feeds, "queue", None) == "feeds"
+    assert getattr(run_import, "queue", None) == "imports"
     for task in (process_deletion, check_feed, check_feeds):
         assert (task.acks_late, task.reject_on_worker_lost) == (True, True), task.name
     assert "sweep-deletions" in conf.beat_schedule

@@ -280,7 +280,8 @@ def test_the_home_server_is_manage_py_serve_with_its_data_writable():
 
 
 def test_the_worker_pools_are_the_operations_guides():
-    """docs/operations.md, "Processes": one pool for deletions and the sweep, one for feeds."""
+    """docs/operations.md, "Processes": one pool for deletions and the sweep, one for feed
+    checks and imports."""
     from django.conf import settings
 
     deletions = shlex.split(value("podsync-worker-deletions.service", "Service", "ExecStart"))
@@ -288,7 +289,7 @@ def test_the_worker_pools_are_the_operations_guides():
     beat = shlex.split(value("podsync-beat.service", "Service", "ExecStart"))
 
     assert deletions[1:6] == ["-A", "config", "worker", "-Q", "deletions,celery"]
-    assert feeds[1:8] == ["-A", "config", "worker", "-Q", "feeds", "--concurrency", "16"]
+    assert feeds[1:8] == ["-A", "config", "worker", "-Q", "feeds,imports", "--concurrency", "16"]
     assert beat[1:4] == ["-A", "config", "beat"]
     assert beat[beat.index("--schedule") + 1].startswith("/var/lib/podsync/")
     queues = {q for pool in (deletions[5], feeds[5]) for q in pool.split(",")}

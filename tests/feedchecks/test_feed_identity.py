@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from core import clock
+from core import clock, text
 from feedchecks import fetcher, parsing, reader, services
 from feedchecks.models import FeedCheck
 from feedchecks.services import feed_check_run
@@ -305,11 +305,12 @@ def test_a_status_line_of_control_characters_is_recorded_as_a_readable_error(
 
 
 def test_an_error_text_keeps_what_is_readable():
-    assert services._readable("BadStatusLine: HTTP/1.1 2\x0000 OK\r\n") == (
-        "BadStatusLine: HTTP/1.1 2\ufffd00 OK"
-    )
-    assert services._readable("a\u202eb \udcff\t c") == "a\ufffdb \ufffd c"
-    long = services._readable("x" * 10_000)
+    def shown(value):
+        return text.readable(value, services.MAX_ERROR_LENGTH)
+
+    assert shown("BadStatusLine: HTTP/1.1 2\x0000 OK\r\n") == "BadStatusLine: HTTP/1.1 2\ufffd00 OK"
+    assert shown("a\u202eb \udcff\t c") == "a\ufffdb \ufffd c"
+    long = shown("x" * 10_000)
     assert len(long) == services.MAX_ERROR_LENGTH
     assert long.endswith("x\u2026")
 

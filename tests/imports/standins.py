@@ -110,6 +110,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not self._authorized():
             return
         parts = urlsplit(self.path)
+        if parts.path in self.server.bodies:
+            self._send(200, self.server.bodies[parts.path])
+            return
         found = self.server.mygpo.answer(self.command, parts.path, parse_qs(parts.query))
         if found is None:
             self._send(404, b"Not Found", "text/html")
@@ -167,6 +170,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _redirect_private(self) -> None:
         self._send(302, b"", "text/plain", Location="http://10.1.2.3/api/2/auth/carol/login.json")
 
+    def _nul_status(self) -> None:
+        """A status line holding a NUL, which the import's error quotes."""
+        self.wfile.write(b"HTTP/1.1 2\x0000 OK\r\nContent-Length: 0\r\n\r\n")
+
+    def _nul_redirect(self) -> None:
+        """A redirect elsewhere, its address holding a NUL and a terminal's escape."""
+        self.wfile.write(
+            b"HTTP/1.1 302 Found\r\nLocation: http://elsewhere.example/\x00\x1b[31m\r\n"
+            b"Content-Length: 0\r\n\r\n"
+        )
+
     def _huge(self) -> None:
         if urlsplit(self.path).path.endswith("/login.json"):
             self._send(200, b"")
@@ -211,6 +225,9 @@ class StandIn(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.behaviour = behaviour
         self.mygpo = Mygpo()
+        # Answers sent as they are instead of mygpo's, by path: made before the import starts,
+        # and sent without a copy, so that a test measuring the import's memory measures it.
+        self.bodies: dict[str, bytes] = {}
         self.requests: list[str] = []
 
     scheme = "http"

@@ -136,6 +136,11 @@ def test_a_bare_list_of_actions_is_read_too(alice: Any) -> None:
     assert imported(alice, [action(1), action(2)]).actions_imported == 2
 
 
+def test_a_byte_order_mark_is_read_past(alice: Any) -> None:
+    body = b"\xef\xbb\xbf" + json.dumps([action(1)]).encode()
+    assert imported(alice, body).actions_imported == 1
+
+
 def test_bad_actions_are_refused_with_the_reason_and_the_others_imported(alice: Any) -> None:
     summary = imported(
         alice,

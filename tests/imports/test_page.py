@@ -4,7 +4,11 @@ used and forgotten."""
 
 import json
 import logging
+import os
+import subprocess
+import sys
 import time
+import unicodedata
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +21,7 @@ from episodes.models import EpisodeAction
 from imports.models import Import, ImportChunk
 from imports.sealed import opened, seal
 from tests.imports.standins import PASSWORD, USER, standin
+from tests.servers import ROOT
 
 
 @pytest.fixture
@@ -36,17 +41,18 @@ def started(django_capture_on_commit_callbacks: Any) -> Any:
     return post
 
 
-def history(*episodes: int) -> SimpleUploadedFile:
-    actions = [
-        {
-            "podcast": "https://feeds.example.com/show.xml",
-            "episode": f"https://cdn.example.com/{n}.mp3",
-            "action": "download",
-            "timestamp": "2014-01-02T03:04:05",
-            "device": "phone",
-        }
-        for n in episodes
-    ]
+def download(episode: str) -> dict[str, Any]:
+    return {
+        "podcast": "https://feeds.example.com/show.xml",
+        "episode": episode,
+        "action": "download",
+        "timestamp": "2014-01-02T03:04:05",
+        "device": "phone",
+    }
+
+
+def history(*episodes: int, more: tuple[dict[str, Any], ...] = ()) -> SimpleUploadedFile:
+    actions = [download(f"https://cdn.example.com/{n}.mp3") for n in episodes] + list(more)
     body = json.dumps({"actions": actions, "timestamp": 1}).encode()
     return SimpleUploadedFile("gpodder-net.json", body, content_type="application/json")
 
@@ -278,3 +284,141 @@ def test_a_broker_that_cannot_be_reached_ends_the_import_in_words(
     assert upload.state == "failed"
     assert "the task queue could not be reached" in upload.error
     assert not ImportChunk.objects.exists()
+
+
+def readable(text: str) -> bool:
+    return not any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in text)
+
+
+def test_a_refused_action_whose_text_holds_a_nul_is_told_and_the_others_counted(
+    page: Client, person: Any, started: Any
+) -> None:
+    """Its name in the refusals, the episode URL as sent, reached PostgreSQL, which refused
+    it: the import ended as "stopped on an error of this server", and its page said 0
+    imported although the good actions were written."""
+    bad = download("https://cdn.example.com/\x00\x1b[2J.mp3")
+    response = started(page, "/data/import-history/", {"file": history(1, 2, more=(bad,))})
+    upload = Import.objects.get()
+    assert (upload.state, upload.error) == ("done", "")
+    assert (upload.actions_imported, upload.refused) == (2, 1)
+    [refusal] = upload.refusals
+    assert refusal["what"] == "download of https://cdn.example.com/\ufffd\ufffd[2J.mp3"
+    assert "episode contains control or invalid characters" in refusal["reason"]
+    assert all(readable(text) for text in (refusal["what"], refusal["reason"]))
+    text = page.get(response["Location"]).content.decode()
+    assert "<dt>Episode actions imported</dt><dd>2</dd>" in text
+    assert EpisodeAction.objects.filter(user=person).count() == 2
+
+
+@pytest.mark.usefixtures("loopback")
+@pytest.mark.parametrize(
+    ("behaviour", "error"),
+    [
+        ("nul_status", "the server could not be read (BadStatusLine: HTTP/1.1 2\ufffd00 OK"),
+        ("nul_redirect", "another address (http://elsewhere.example/\ufffd\ufffd[31m)"),
+    ],
+)
+def test_a_server_whose_answer_holds_a_nul_ends_the_import_in_words(
+    page: Client, person: Any, started: Any, behaviour: str, error: str
+) -> None:
+    """The import's error quotes what the server sent: a NUL reached PostgreSQL, which refused
+    it, and the import was left running, holding the person's next one back for IMPORT_TIMEOUT
+    and two minutes more."""
+    with standin(behaviour) as server:
+        response = started(
+            page,
+            "/data/import-server/",
+            {"server": server.url, "username": USER, "password": PASSWORD, "protocol": "auto"},
+        )
+    upload = Import.objects.get()
+    assert upload.state == "failed"
+    assert error in upload.error
+    assert readable(upload.error)
+    assert error in page.get(response["Location"]).content.decode()
+    # Ended: the next import may start at once.
+    assert started(page, "/data/import-history/", {"file": history(1)}).status_code == 302
+
+
+def test_an_import_that_fails_midway_tells_what_it_wrote(
+    page: Client, person: Any, started: Any, monkeypatch: Any
+) -> None:
+    """A failure of this server's own after two batches: ended as failed, its page counting the
+    actions those batches wrote (it said 0)."""
+    from episodes import services as episodes_services
+    from imports import services
+
+    monkeypatch.setattr(services, "BATCH", 10)
+    upload_actions = episodes_services.actions_upload
+    calls = []
+
+    def fails_third(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 2:
+            raise RuntimeError("a bug of this server's")
+        return upload_actions(**kwargs)
+
+    monkeypatch.setattr(episodes_services, "actions_upload", fails_third)
+    response = started(page, "/data/import-history/", {"file": history(*range(35))})
+    upload = Import.objects.get()
+    assert upload.state == "failed"
+    assert "stopped on an error of this server" in upload.error
+    assert (upload.actions_read, upload.actions_imported) == (30, 20)
+    assert upload.finished is not None
+    assert (
+        "<dt>Episode actions imported</dt><dd>20</dd>"
+        in page.get(response["Location"]).content.decode()
+    )
+    assert EpisodeAction.objects.filter(user=person).count() == 20
+
+
+def test_the_import_task_has_time_limits_of_its_own_past_import_timeout() -> None:
+    """It ran under every task's limits, 270 s soft and 300 s hard, though an import may read a
+    server for IMPORT_TIMEOUT (600 s) and then write what it read. Its own follow the settings
+    it is started with: past IMPORT_TIMEOUT, by a second for every 2,000 actions it may write."""
+    code = (
+        "import django; django.setup(); "
+        "from celery import current_app; from imports.tasks import run_import; "
+        "print(run_import.soft_time_limit, run_import.time_limit, current_app.conf.task_time_limit)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"}
+    found = {}
+    for timeout, actions in (("600", "1000000"), ("1500", "20000")):
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, "IMPORT_TIMEOUT": timeout, "IMPORT_MAX_ACTIONS": actions},
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        found[timeout] = tuple(float(n) for n in result.stdout.split())
+    assert found["600"] == (1100, 1160, 300)
+    assert found["1500"] == (1510, 1570, 300)
+
+
+def test_an_import_past_its_time_limit_ends_saying_so_with_what_it_wrote(
+    page: Client, person: Any, started: Any, monkeypatch: Any
+) -> None:
+    """The soft limit raises in the run, wherever it is: the batch under way is rolled back,
+    and the import ends as failed, in words, counting the batches it wrote."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from episodes import services as episodes_services
+    from imports import services
+
+    monkeypatch.setattr(services, "BATCH", 10)
+    upload_actions = episodes_services.actions_upload
+    calls = []
+
+    def late_on_the_third(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 2:
+            raise SoftTimeLimitExceeded()
+        return upload_actions(**kwargs)
+
+    monkeypatch.setattr(episodes_services, "actions_upload", late_on_the_third)
+    started(page, "/data/import-history/", {"file": history(*range(35))})
+    upload = Import.objects.get()
+    assert upload.state == "failed"
+    assert upload.error == (
+        "the import took longer than 1100 seconds, the most a run may take: start it again, it "
+        "adds what is missing"
+    )
+    assert upload.actions_imported == 20

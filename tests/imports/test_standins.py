@@ -2,6 +2,7 @@
 gpodder.net's answers, and hostile ones, each told in words with nothing half-stored."""
 
 import io
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from imports.remote import Account, ImportFailed, server_source
 from imports.services import history_import
 from subscriptions.models import Subscription
 from tests.imports.standins import PASSWORD, USER, standin
+
+OTHER_FEED = "https://other.example.org/podcast/rss"
 
 
 @pytest.fixture
@@ -254,3 +257,18 @@ def test_actions_of_one_second_past_a_page_are_told(alice: Any, monkeypatch: Any
         summary = import_from(alice, server.url)
     assert summary.actions_imported == standins.PAGE
     assert any("share one second" in r.reason for r in summary.refusals)
+
+
+@pytest.mark.usefixtures("loopback")
+def test_answers_that_open_with_a_byte_order_mark_are_read(alice: Any) -> None:
+    """Some servers (PHP's, say) write one; json.loads took it, and so does the import."""
+    with standin("mygpo") as server:
+        for path, answer in (
+            (f"/api/2/devices/{USER}.json", server.mygpo.devices),
+            (f"/api/2/subscriptions/{USER}/n900.json", {"add": [OTHER_FEED], "remove": []}),
+        ):
+            server.bodies[path] = b"\xef\xbb\xbf" + json.dumps(answer).encode()
+        summary = import_from(alice, server.url)
+    assert summary.refused == 0, summary.refusals
+    assert summary.devices == 2
+    assert OTHER_FEED in subscription_pull(user=alice, device_id="n900", since=0).add

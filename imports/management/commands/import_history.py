@@ -21,9 +21,10 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from core.exceptions import InvalidInput
+from core.text import readable
 from imports.files import file_source
 from imports.remote import Account, ImportFailed, server_source
-from imports.services import Summary, history_import
+from imports.services import MAX_TEXT, Summary, history_import
 from subscriptions.management.commands.export_opml import progress_stream
 
 
@@ -72,7 +73,7 @@ class Command(BaseCommand):
                     found = file_source(handle, max_actions=settings.IMPORT_MAX_ACTIONS)
                     sources.append((name, found))
                 except InvalidInput as exc:
-                    raise CommandError(f"{name}: {exc.message}") from exc
+                    raise CommandError(f"{name}: {readable(exc.message, MAX_TEXT)}") from exc
             for name, source in sources:
                 self.stdout.write(f"{name}: {source.kind}")
                 self._imported(user, source, options["no_progress"])
@@ -88,7 +89,11 @@ class Command(BaseCommand):
                     self.stdout.write(f"{options['server']}: {source.kind}")
                     self._imported(user, source, options["no_progress"])
             except ImportFailed as exc:
-                raise CommandError(f"{options['server']}: {exc.message}") from None
+                # The message may quote what the server sent: no control character reaches
+                # the terminal.
+                raise CommandError(
+                    f"{options['server']}: {readable(exc.message, MAX_TEXT)}"
+                ) from None
 
     def _imported(self, user: Any, source: Any, quiet: bool) -> None:
         with tqdm(
