@@ -240,6 +240,22 @@ def test_long_running_services_are_bounded_in_memory_and_tasks(unit):
     assert 16 <= tasks <= 1024
 
 
+@pytest.mark.parametrize(
+    "unit",
+    ["podsync-home.service", "podsync-web.service", "podsync-worker-feeds.service"],
+)
+def test_uploads_and_imports_keep_their_temporary_files_on_disk(unit):
+    """A history file being received, and an import's copies, go to the unit's own /var/tmp:
+    in a /tmp that is a tmpfs they would count against MemoryMax."""
+    environment = dict(
+        pair.split("=", 1)
+        for line in values(unit, "Service", "Environment")
+        for pair in line.split()
+    )
+    assert environment["TMPDIR"] == "/var/tmp"
+    assert value(unit, "Service", "PrivateTmp") == "yes"
+
+
 def test_the_limits_are_the_readmes():
     """deploy/systemd/README.md's table of limits says what each unit sets."""
     readme = (UNITS / "README.md").read_text()
