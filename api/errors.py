@@ -97,10 +97,12 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return error_response(500) if _is_api(request) else defaults.server_error(request)
 
 
-# A body that stopped arriving or came too slowly (core.workers' bounds).
+# A body that stopped arriving or came too slowly (core.workers' bounds), or that the client
+# ended early.
 BODY_LATE = (
     "Request timeout: the request's body stopped arriving, or came too slowly (CLIENT_TIMEOUT)"
 )
+BODY_CUT_SHORT = "Bad request: the request's body ended before its Content-Length"
 
 
 def body_not_received(exc: BaseException) -> tuple[int, str] | None:
@@ -117,7 +119,7 @@ def body_not_received(exc: BaseException) -> tuple[int, str] | None:
         errno.EWOULDBLOCK,
     ):
         return 408, BODY_LATE
-    return 400, "Bad request: the request's body ended before its Content-Length"
+    return 400, BODY_CUT_SHORT
 
 
 # SQLSTATEs of a write that lost to a concurrent one: serialization failure, deadlock, lock

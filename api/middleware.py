@@ -14,7 +14,7 @@ from django.contrib.sessions import middleware as sessions
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
-from api.errors import BODY_LATE, body_not_received, error_response
+from api.errors import BODY_CUT_SHORT, BODY_LATE, body_not_received, error_response
 
 # What a proxy in front tells about the request it passes on: the client's address, and the
 # scheme, host and port it was sent to (Django reads the host and port only with
@@ -91,15 +91,20 @@ def body_limit(path: str) -> tuple[int, str]:
     return settings.MAX_PAGE_BODY_BYTES, "MAX_PAGE_BODY_BYTES"
 
 
-def body_refusal(path: str, status: int) -> HttpResponse:
-    """The answer to a body refused before it was read whole: 413 over body_limit(path), or 408
-    too late (CLIENT_TIMEOUT); the error object on API paths, plain text on the pages."""
-    if status == 413:
+def body_refusal(path: str, why: str) -> HttpResponse:
+    """The answer to a body refused before it was read whole: "too large" (413, over
+    body_limit(path)), "late" (408, CLIENT_TIMEOUT), "cut short" (400, the client closed) or
+    "malformed" (400, no chunked body); the error object on API paths, plain text on the
+    pages."""
+    if why == "too large":
         limit, setting = body_limit(path)
-        message, named = f"Request body too large: the limit is {limit} bytes", setting
-    else:
-        message, named = BODY_LATE, ""
-    return _refusal(path, status, message, named)
+        return _refusal(path, 413, f"Request body too large: the limit is {limit} bytes", setting)
+    status, message = {
+        "late": (408, BODY_LATE),
+        "cut short": (400, BODY_CUT_SHORT),
+        "malformed": (400, "Bad request: the request's chunked body is malformed"),
+    }[why]
+    return _refusal(path, status, message)
 
 
 def body_discard_bytes() -> int:
@@ -132,7 +137,7 @@ class BodySizeLimitMiddleware:
         if length <= body_limit(request.path_info)[0]:
             return self.get_response(request)
         _discard_body(request, length)
-        return body_refusal(request.path_info, 413)
+        return body_refusal(request.path_info, "too large")
 
 
 class SignedInUploadMiddleware:

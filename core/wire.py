@@ -5,6 +5,7 @@ found as it comes), the source gunicorn's parser then reads, and the answer's pa
 
 import fcntl
 import io
+import re
 import socket
 import struct
 import tempfile
@@ -25,6 +26,11 @@ ANSWER_MIN_RATE = 4096
 # A body received is kept in memory up to this, then in a temporary file: a worker's thousand
 # connections, each trickling a body, hold at most 64 MiB.
 BODY_IN_MEMORY = 64 * 1024
+# A body past this (only the history import's may be, docs/imports.md) must come at
+# LARGE_BODY_MIN_RATE: a stranger who holds one of the few places for such bodies
+# (core.workers) sends a home uplink's bytes, not a trickle.
+LARGE_BODY = 4 * 1024 * 1024
+LARGE_BODY_MIN_RATE = 32 * 1024
 
 
 def whole(head: bytes) -> bool:
@@ -41,11 +47,14 @@ def framing(head: bytes) -> tuple[str, int | None, bool] | None:
     """What a whole head says of its body: its path (as Django's path_info), its length (None
     when chunked), and whether the client waits for 100 Continue; None when it has none, or
     when its framing is one gunicorn refuses (400) before reading any body."""
-    lines = head.decode("latin-1").split("\n")
+    # gunicorn reads past empty lines before a request line (RFC 9112, section 2.2).
+    lines = head.lstrip(b"\r\n").decode("latin-1").split("\n")
     request_line = lines[0].rstrip("\r").split(" ")
     if len(request_line) != 3:
         return None
     target, version = request_line[1], request_line[2]
+    # What gunicorn takes for a chunked body, and for a 100 Continue: HTTP/1.1 and later ones.
+    chunked_version = re.fullmatch(r"HTTP/1\.[1-9]", version) is not None
     lengths, codings, expects = [], [], False
     for line in lines[1:]:
         name, colon, value = line.rstrip("\r").partition(":")
@@ -57,7 +66,7 @@ def framing(head: bytes) -> tuple[str, int | None, bool] | None:
         elif name == "TRANSFER-ENCODING":
             codings += [coding.strip(" \t").lower() for coding in value.split(",")]
         elif name == "EXPECT":
-            expects = value.lower() == "100-continue" and version == "HTTP/1.1"
+            expects = value.lower() == "100-continue" and chunked_version
     try:
         path = unquote(urlsplit(target).path)
     except ValueError:
@@ -65,7 +74,7 @@ def framing(head: bytes) -> tuple[str, int | None, bool] | None:
     if codings:
         if codings[-1] != "chunked" or codings.count("chunked") > 1 or lengths:
             return None
-        return (path, None, expects) if version == "HTTP/1.1" else None
+        return (path, None, expects) if chunked_version else None
     if len(lengths) != 1 or not (lengths[0].isascii() and lengths[0].isdigit()):
         return None
     length = int(lengths[0])
@@ -84,17 +93,17 @@ class Body:
         self.kept = tempfile.SpooledTemporaryFile(max_size=BODY_IN_MEMORY)  # noqa: SIM115
         self.received, self.whole, self.after = 0, False, b""
         self.started = self.moved = time.monotonic()
+        self.stretch: tuple[float, int] | None = None  # since when, and what had come by then
 
     def take(self, data: bytes) -> None:
+        """Keep what of `data` is the body's; ValueError when it is no chunked body (OSError
+        when it cannot be kept)."""
         if self.chunks is None:
             taken = min(self.left, len(data))
             self.left -= taken
             end: int | None = taken if not self.left else None
         else:
-            try:
-                end = self.chunks.end(data)
-            except ValueError:  # gunicorn's parser refuses it (400): it has all there is
-                end = len(data)
+            end = self.chunks.end(data)
             taken = len(data) if end is None else end
         self.kept.write(data[:taken])
         self.received += taken
@@ -104,12 +113,23 @@ class Body:
             self.kept.seek(0)
 
     def late(self, now: float, client_timeout: float) -> bool:
-        """Whether it stopped for CLIENT_TIMEOUT, or comes slower than BODY_MIN_RATE past
-        its first CLIENT_TIMEOUT (Apache's mod_reqtimeout rule)."""
-        return (
-            now - self.moved > client_timeout
-            or now - self.started > client_timeout + self.received / BODY_MIN_RATE
-        )
+        """Whether it stopped for CLIENT_TIMEOUT, or came slower than its pace: BODY_MIN_RATE
+        bytes a second past its first CLIENT_TIMEOUT (Apache's mod_reqtimeout rule), in all
+        and in each further CLIENT_TIMEOUT, so that what came fast does not let the rest come
+        a byte at a time; LARGE_BODY_MIN_RATE past LARGE_BODY bytes."""
+        if now - self.moved > client_timeout:
+            return True
+        if now - self.started <= client_timeout:
+            return False
+        if now - self.started > client_timeout + self.received / BODY_MIN_RATE:
+            return True
+        if self.stretch is None or now - self.stretch[0] > client_timeout:
+            if self.stretch is not None:
+                pace = LARGE_BODY_MIN_RATE if self.received > LARGE_BODY else BODY_MIN_RATE
+                if self.received - self.stretch[1] < pace * (now - self.stretch[0]):
+                    return True
+            self.stretch = (now, self.received)
+        return False
 
     def parts(self) -> list[Any]:
         return [self.kept, io.BytesIO(self.after)]
@@ -141,11 +161,12 @@ class ChunkedEnd:
                 if len(self.line) > HEAD_BYTES:
                     raise ValueError("a chunk's line is too long")
                 return None
-            line, self.line = (self.line + data[at:newline]).rstrip(b"\r"), b""
+            line, self.line = self.line + data[at:newline], b""
+            line = line[:-1] if line.endswith(b"\r") else line
             at = newline + 1
             if self.state == "size":
                 size = line.split(b";", 1)[0].strip(b" \t")
-                if not size or len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
+                if not size or len(size.lstrip(b"0")) > 16 or size.strip(b"0123456789abcdefABCDEF"):
                     raise ValueError("not a chunk's size")
                 self.left = int(size, 16)
                 self.state = "data" if self.left else "trailers"
@@ -164,16 +185,24 @@ class ChunkedEnd:
 
 class Source:
     """Where gunicorn's parser reads a connection's bytes: what the poller received of a body
-    (and after it) first, then the socket, the blocking way; from `since` on, a body's reads
-    from the socket are bounded in all as Apache's mod_reqtimeout bounds them (CLIENT_TIMEOUT
-    seconds, and one more for every BODY_MIN_RATE bytes received). Each read is bounded by
-    CLIENT_TIMEOUT already (SO_RCVTIMEO); without this, a client that sent a byte just before
-    each bound ran out would hold its thread for as long as it liked."""
+    (and after it) first, then the socket.
+
+    Where the poller receives the bodies (`received_here`), a request in a thread never waits
+    on the socket: what gunicorn's parser still wants of it then (its reading of a malformed
+    framing is not the poller's) is a TimeoutError at once, which ends the request (a 408) or
+    the connection, and frees the thread. Elsewhere (no body rules, TLS) the socket is read
+    the blocking way, and from `since` on a body's reads are bounded in all as Apache's
+    mod_reqtimeout bounds them (CLIENT_TIMEOUT seconds, and one more for every BODY_MIN_RATE
+    bytes received): each read is bounded by CLIENT_TIMEOUT already (SO_RCVTIMEO), but a
+    client that sent a byte just before each bound ran out would hold its thread for as long
+    as it liked."""
 
     def __init__(self, unreader: Any, client_timeout: float) -> None:
+        self.sock = unreader.sock
         self.read_socket = partial(type(unreader).chunk, unreader)
         self.client_timeout = client_timeout
         self.received: deque[Any] = deque()
+        self.received_here = False
         self.since: float | None = None
         self.taken = 0
 
@@ -183,6 +212,11 @@ class Source:
             if data:
                 return bytes(data)
             self.received.popleft().close()
+        if self.received_here:
+            try:
+                return self.sock.recv(max(size_hint or 0, 8192), socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                raise TimeoutError("the request's body was not where its head said") from None
         if self.since is not None and (
             time.monotonic() - self.since > self.client_timeout + self.taken / BODY_MIN_RATE
         ):
@@ -196,10 +230,14 @@ class Source:
 
     def take_received(self) -> bytes:
         rest = b"".join(part.read() for part in self.received)
+        self.close()
+        return rest
+
+    def close(self) -> None:
+        """Let go of what was received (a temporary file's disk, at once)."""
         for part in self.received:
             part.close()
         self.received.clear()
-        return rest
 
 
 def source_of(conn: Any, client_timeout: float) -> Source:

@@ -47,10 +47,9 @@ from gunicorn.workers import gthread
 
 from core import wire
 
-# A body past this (only the history import's may be, docs/imports.md) is one of at most
-# _LARGE_AT_ONCE received at once by a worker: whoever sends them, before the service can tell
-# who it is, fills no disk with them.
-_LARGE_BODY = 4 * 1024 * 1024
+# At most this many bodies past core.wire.LARGE_BODY (only the history import's may be one,
+# docs/imports.md) are received at once by a worker: whoever sends them, before the service
+# can tell who it is, holds no more of its disk.
 _LARGE_AT_ONCE = 2
 # What a connection's next head is.
 _WAITING, _WHOLE, _TOO_LARGE, _GONE = object(), object(), object(), object()
@@ -74,7 +73,7 @@ class ThreadWorker(gthread.ThreadWorker):
         super().__init__(*args, **kwargs)
         self.lingering: list[Any] = []  # closing connections
         self.receiving: set[Any] = set()  # connections whose body the poller receives
-        self.large: set[Any] = set()  # those of them past _LARGE_BODY
+        self.large: set[Any] = set()  # those of them past wire.LARGE_BODY
         self._rules: ModuleType | None = None
 
     @property
@@ -135,8 +134,11 @@ class ThreadWorker(gthread.ThreadWorker):
         request's, read before the socket's."""
         result = super().handle(conn)
         source = getattr(conn, "source", None)
-        if result and source is not None and source.received:
-            conn.parser.unreader.unread(source.take_received())
+        if source is not None and source.received:
+            if result:
+                conn.parser.unreader.unread(source.take_received())
+            else:
+                source.close()  # its temporary file's disk, now and not at a collection
         return result
 
     def _with_body(self, conn: Any) -> Any:
@@ -148,7 +150,7 @@ class ThreadWorker(gthread.ThreadWorker):
         framing = wire.framing(whole[:end]) if self.rules is not None else None
         if conn.parser is None:
             conn.init()
-            wire.source_of(conn, self.client_timeout)
+            wire.source_of(conn, self.client_timeout).received_here = self.rules is not None
         if framing is None:  # no body, or gunicorn refuses its framing before reading it
             conn.parser.unreader.unread(whole)
             return self._served(conn)
@@ -156,7 +158,7 @@ class ThreadWorker(gthread.ThreadWorker):
         path, length, expects = framing
         limit = self.rules.body_limit(path)[0]
         if length is not None and length > limit:
-            self._answer(conn, self.rules.body_refusal(path, 413))
+            self._answer(conn, self.rules.body_refusal(path, "too large"))
             conn.linger = (self.client_timeout, min(length, self.rules.body_discard_bytes()))
             return False
         conn.parser.unreader.unread(whole[:end])
@@ -175,12 +177,24 @@ class ThreadWorker(gthread.ThreadWorker):
 
     def _took(self, conn: Any, data: bytes) -> bool:
         """Give the body what arrived of it; False, with the client answered, when it is over
-        its limit."""
+        its limit, no chunked body, or cannot be kept."""
         body = conn.body
-        body.take(data)
+        assert self.rules is not None
+        try:
+            body.take(data)
+        except ValueError:
+            self._answer(conn, self.rules.body_refusal(body.path, "malformed"))
+            return False
+        except OSError as exc:  # the disk is full, or a file would pass the process's limit
+            self.log.error("%s: a body could not be kept: %s", conn.client, exc)
+            self._refuse(
+                conn, "503 Service Unavailable",
+                f"Service unavailable: this server could not keep the request's body "
+                f"({exc.strerror}); send it again later",
+            )  # fmt: skip
+            return False
         if body.received > body.limit:
-            assert self.rules is not None
-            self._answer(conn, self.rules.body_refusal(body.path, 413))
+            self._answer(conn, self.rules.body_refusal(body.path, "too large"))
             conn.linger = (self.client_timeout, self.rules.body_discard_bytes())
             return False
         return True
@@ -189,7 +203,7 @@ class ThreadWorker(gthread.ThreadWorker):
         """Wait in the poller for the rest of the body (the main thread's part)."""
         if (
             conn.body.length is not None
-            and conn.body.length > _LARGE_BODY
+            and conn.body.length > wire.LARGE_BODY
             and not self._large(conn)
         ):
             return
@@ -212,12 +226,12 @@ class ThreadWorker(gthread.ThreadWorker):
         self._refuse(
             conn, "503 Service Unavailable",
             f"Service unavailable: this server is receiving {_LARGE_AT_ONCE} bodies over "
-            f"{_LARGE_BODY} bytes already; send it again in a minute",
+            f"{wire.LARGE_BODY} bytes already; send it again in a minute",
             "Retry-After: 60\r\n",
         )  # fmt: skip
         conn.body.close()
         conn.body = None
-        self._close_answered(conn, (self.client_timeout, _LARGE_BODY))
+        self._close_answered(conn, (self.client_timeout, wire.LARGE_BODY))
         return False
 
     def _receive(self, conn: Any, sock: socket.socket) -> None:
@@ -229,21 +243,20 @@ class ThreadWorker(gthread.ThreadWorker):
         except OSError:
             data = b""
         if not data:  # the client closed, or cut the connection, before its body was whole
-            self._end_receiving(conn, 400)
+            self._end_receiving(conn, "cut short")
             return
         if not self._took(conn, data):
             self._end_receiving(conn, None)
             return
-        if body.length is None and body.received > _LARGE_BODY and conn not in self.large:
-            self._stop_receiving(conn)
-            if self._large(conn):
-                self._receive_in_poller(conn)
-            return
         if body.whole:
             self._stop_receiving(conn)
             self.enqueue_req(conn)  # a thread serves it now
+        elif body.length is None and body.received > wire.LARGE_BODY and conn not in self.large:
+            self._stop_receiving(conn)
+            if self._large(conn):
+                self._receive_in_poller(conn)
         elif body.late(time.monotonic(), self.client_timeout):
-            self._end_receiving(conn, 408)
+            self._end_receiving(conn, "late")
 
     def _stop_receiving(self, conn: Any) -> None:
         self.receiving.discard(conn)
@@ -251,16 +264,16 @@ class ThreadWorker(gthread.ThreadWorker):
         with contextlib.suppress(OSError, ValueError, KeyError):
             self.poller.unregister(conn.sock)
 
-    def _end_receiving(self, conn: Any, status: int | None) -> None:
-        """The body will not be served: answer with `status` (when it is not None, answered
-        already) and close."""
+    def _end_receiving(self, conn: Any, why: str | None) -> None:
+        """The body will not be served: answer why (when it is not None, answered already)
+        and close."""
         self._stop_receiving(conn)
-        if status is not None:
+        if why is not None:
             assert self.rules is not None
-            self._answer(conn, self.rules.body_refusal(conn.body.path, status))
+            self._answer(conn, self.rules.body_refusal(conn.body.path, why))
             self.log.info(
-                "%s: the body of a request to %s was answered %s after %d bytes",
-                conn.client, conn.body.path, status, conn.body.received,
+                "%s: the body of a request to %s was refused (%s) after %d bytes",
+                conn.client, conn.body.path, why, conn.body.received,
             )  # fmt: skip
         conn.body.close()
         conn.body = None
@@ -371,7 +384,7 @@ class ThreadWorker(gthread.ThreadWorker):
                 self._refuse(conn, "408 Request Timeout", self._late_head())
         super().murder_pending()
         for conn in [conn for conn in self.receiving if conn.body.late(now, self.client_timeout)]:
-            self._end_receiving(conn, 408)
+            self._end_receiving(conn, "late")
         for conn in [conn for conn in self.lingering if conn.timeout <= now]:
             self._closed(conn)
 

@@ -294,13 +294,16 @@ def production_env(name: str, db: dict[str, Any], **settings: str) -> dict[str, 
 
 
 @contextmanager
-def gunicorn_service(env: dict[str, str], log: Path) -> Iterator[int]:
+def gunicorn_service(
+    env: dict[str, str], log: Path, wrapper: tuple[str, ...] = ()
+) -> Iterator[int]:
     """The service (config.wsgi) under gunicorn with config/gunicorn.py, as production runs it,
-    on a free loopback port and the settings `env` gives: its port, once GET /v1/ answers."""
+    on a free loopback port and the settings `env` gives: its port, once GET /v1/ answers.
+    `wrapper` runs it (`prlimit --fsize=...`, for a disk that fills)."""
     port = free_port()
     with log.open("wb") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
+            [*wrapper, sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",
              "--bind", f"127.0.0.1:{port}", "config.wsgi"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip

@@ -22,6 +22,8 @@ CLIENT_TIMEOUT = 3
         ([b"5;ext=1\r\nhel", b"lo\r\n", b"0\r\nTrailer: x\r\n\r\n"], 17),
         ([b"a\r\n0123456789\r\n0\r", b"\n\r\n"], 3),
         ([b"5\r\nhello\r\n"], None),
+        ([b"0000000000000000ffff\r\n", b"x" * 0xFFFF + b"\r\n0\r\n\r\n"], 0xFFFF + 7),
+        ([b"5\r\nhello\r\n0\r\n\r\r\n"], None),  # a trailer of a lone CR: not the end
     ],
 )
 def test_the_end_of_a_chunked_body_is_found_as_it_comes(pieces, end):
@@ -50,6 +52,9 @@ def test_what_is_no_chunked_body_is_left_to_gunicorn_to_refuse(data):
          b"Expect: 100-Continue\r\n\r\n", ("/v1/y", None, True)),
         (b"POST /v1/x HTTP/1.0\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n",
          ("/v1/x", 3, False)),
+        (b"\r\nPOST /v1/x HTTP/1.1\r\nContent-Length: 5\r\n\r\n", ("/v1/x", 5, False)),
+        (b"POST /v1/x HTTP/1.2\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n",
+         ("/v1/x", None, True)),
         (b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", None),
         (b"POST /v1/x HTTP/1.1\r\nContent-Length: 0\r\n\r\n", None),
         # Framings gunicorn answers 400 before it reads a body: nothing to receive.

@@ -211,3 +211,40 @@ def test_a_third_large_upload_at_once_is_told_to_come_back(service):
         assert answer.startswith(b"HTTP/1.1 503 Service Unavailable"), answer[:200]
         assert b"Retry-After: 60" in answer
         assert b"receiving 2 bodies over 4194304 bytes already" in answer
+
+
+def test_a_received_body_lets_go_of_its_disk_when_its_request_fails(service, spool):
+    """A head gunicorn refuses (a bare LF in it: 400) after the poller received its body into
+    a temporary file: the file is closed with the connection, not at some later collection."""
+    size = 3 * 1024 * 1024
+    head = f"POST /data/import-history/ HTTP/1.1\nHost: x\nContent-Length: {size}\n\n".encode()
+    for _ in range(4):
+        with socket.create_connection(("127.0.0.1", service), timeout=30) as sock:
+            sock.sendall(head + b"\0" * size)
+            assert sock.recv(100).startswith(b"HTTP/1.1 400")
+    time.sleep(0.5)
+    assert held_open(service, spool) == 0
+
+
+@pytest.fixture(scope="module")
+def small_disk(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """The service with no file of its own past 2 MB (a disk as good as full): its port."""
+    env = production_env("small-disk", connection.settings_dict, WEB_CONCURRENCY="1")
+    env.pop("REDIS_URL", None)
+    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
+    with gunicorn_service(env, log, ("prlimit", f"--fsize={2 * 1024 * 1024}", "--")) as port:
+        yield port
+
+
+def test_a_body_that_cannot_be_kept_is_a_503_and_the_worker_serves_on(small_disk):
+    size = 6 * 1024 * 1024
+    with socket.create_connection(("127.0.0.1", small_disk), timeout=30) as sock:
+        sock.sendall(history_head(size))
+        with contextlib.suppress(OSError):
+            sock.sendall(b"\0" * size)
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 503 Service Unavailable"), answer[:200]
+    assert b"could not keep the request's body (File too large)" in answer
+    conn = http.client.HTTPConnection("127.0.0.1", small_disk, timeout=10)
+    conn.request("GET", "/health")
+    assert conn.getresponse().status == 200
