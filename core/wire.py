@@ -6,6 +6,7 @@ found as it comes), the source gunicorn's parser then reads, and the answer's pa
 import fcntl
 import io
 import re
+import select
 import socket
 import struct
 import tempfile
@@ -116,18 +117,20 @@ class Body:
         """Whether it stopped for CLIENT_TIMEOUT, or came slower than its pace: BODY_MIN_RATE
         bytes a second past its first CLIENT_TIMEOUT (Apache's mod_reqtimeout rule), in all
         and in each further CLIENT_TIMEOUT, so that what came fast does not let the rest come
-        a byte at a time; LARGE_BODY_MIN_RATE past LARGE_BODY bytes."""
+        a byte at a time; LARGE_BODY_MIN_RATE for one declared or come past LARGE_BODY bytes."""
         if now - self.moved > client_timeout:
             return True
         if now - self.started <= client_timeout:
             return False
-        if now - self.started > client_timeout + self.received / BODY_MIN_RATE:
+        large = self.received > LARGE_BODY or (self.length or 0) > LARGE_BODY
+        pace = LARGE_BODY_MIN_RATE if large else BODY_MIN_RATE
+        if now - self.started > client_timeout + self.received / pace:
             return True
         if self.stretch is None or now - self.stretch[0] > client_timeout:
-            if self.stretch is not None:
-                pace = LARGE_BODY_MIN_RATE if self.received > LARGE_BODY else BODY_MIN_RATE
-                if self.received - self.stretch[1] < pace * (now - self.stretch[0]):
-                    return True
+            if self.stretch is not None and (
+                self.received - self.stretch[1] < pace * (now - self.stretch[0])
+            ):
+                return True
             self.stretch = (now, self.received)
         return False
 
@@ -213,10 +216,11 @@ class Source:
                 return bytes(data)
             self.received.popleft().close()
         if self.received_here:
-            try:
-                return self.sock.recv(max(size_hint or 0, 8192), socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                raise TimeoutError("the request's body was not where its head said") from None
+            # Looked at first: with a timeout set (gunicorn's drain sets one), Python's recv
+            # waits for data even with MSG_DONTWAIT.
+            if not select.select([self.sock], [], [], 0)[0]:
+                raise TimeoutError("the request's body was not where its head said")
+            return self.sock.recv(max(size_hint or 0, 8192), socket.MSG_DONTWAIT)
         if self.since is not None and (
             time.monotonic() - self.since > self.client_timeout + self.taken / BODY_MIN_RATE
         ):
