@@ -21,6 +21,7 @@ from imports.services import Summary, history_import
 from subscriptions.models import Subscription
 from tests.episodes.helpers import upload_actions
 from tests.helpers import subscribe
+from tests.imports.batches import third_batch_raises
 from web.selectors import everything
 
 FEED = "https://feeds.example.com/show.xml"
@@ -376,19 +377,8 @@ def test_a_run_cut_off_midway_leaves_whole_batches_and_a_rerun_completes_it(
 ) -> None:
     """As a worker killed between two batches: what was written is whole, and the next run
     adds the rest and nothing twice."""
-    from imports import services
-
-    monkeypatch.setattr(services, "BATCH", 10)
     upload = episodes_services.actions_upload
-    calls = []
-
-    def cut_after_two(**kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) > 2:
-            raise SystemExit("the worker was killed")
-        return upload(**kwargs)
-
-    monkeypatch.setattr(episodes_services, "actions_upload", cut_after_two)
+    third_batch_raises(monkeypatch, SystemExit("the worker was killed"))
     answer = {"actions": [action(n) for n in range(35)], "timestamp": 1}
     with pytest.raises(SystemExit):
         imported(alice, answer)

@@ -20,6 +20,7 @@ from core import clock
 from episodes.models import EpisodeAction
 from imports.models import Import, ImportChunk
 from imports.sealed import opened, seal
+from tests.imports.batches import third_batch_raises
 from tests.imports.standins import PASSWORD, USER, standin
 from tests.servers import ROOT
 
@@ -344,20 +345,7 @@ def test_an_import_that_fails_midway_tells_what_it_wrote(
 ) -> None:
     """A failure of this server's own after two batches: ended as failed, its page counting the
     actions those batches wrote (it said 0)."""
-    from episodes import services as episodes_services
-    from imports import services
-
-    monkeypatch.setattr(services, "BATCH", 10)
-    upload_actions = episodes_services.actions_upload
-    calls = []
-
-    def fails_third(**kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) > 2:
-            raise RuntimeError("a bug of this server's")
-        return upload_actions(**kwargs)
-
-    monkeypatch.setattr(episodes_services, "actions_upload", fails_third)
+    third_batch_raises(monkeypatch, RuntimeError("a bug of this server's"))
     response = started(page, "/data/import-history/", {"file": history(*range(35))})
     upload = Import.objects.get()
     assert upload.state == "failed"
@@ -400,20 +388,7 @@ def test_an_import_past_its_time_limit_ends_saying_so_with_what_it_wrote(
     and the import ends as failed, in words, counting the batches it wrote."""
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from episodes import services as episodes_services
-    from imports import services
-
-    monkeypatch.setattr(services, "BATCH", 10)
-    upload_actions = episodes_services.actions_upload
-    calls = []
-
-    def late_on_the_third(**kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) > 2:
-            raise SoftTimeLimitExceeded()
-        return upload_actions(**kwargs)
-
-    monkeypatch.setattr(episodes_services, "actions_upload", late_on_the_third)
+    third_batch_raises(monkeypatch, SoftTimeLimitExceeded())
     started(page, "/data/import-history/", {"file": history(*range(35))})
     upload = Import.objects.get()
     assert upload.state == "failed"
