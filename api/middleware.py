@@ -86,7 +86,7 @@ def body_limit(path: str) -> tuple[int, str]:
     says so. core.workers asks it too, before any thread reads a body (config/gunicorn.py)."""
     if path == IMPORT_FILE_PATH:  # a history of years (docs/imports.md)
         return settings.IMPORT_MAX_FILE_BYTES + 64 * 1024, "IMPORT_MAX_FILE_BYTES"
-    if path.startswith(tuple(settings.API_PATH_PREFIXES)):
+    if _api_path(path):
         return settings.MAX_BODY_BYTES, "MAX_BODY_BYTES"
     return settings.MAX_PAGE_BODY_BYTES, "MAX_PAGE_BODY_BYTES"
 
@@ -107,12 +107,16 @@ def body_refusal(path: str, why: str) -> HttpResponse:
     return _refusal(path, status, message)
 
 
+def _api_path(path: str) -> bool:
+    return path.startswith(tuple(settings.API_PATH_PREFIXES))
+
+
 def body_discard_bytes() -> int:
     return settings.BODY_DISCARD_BYTES
 
 
 def _refusal(path: str, status: int, message: str, setting: str = "") -> HttpResponse:
-    if path.startswith(tuple(settings.API_PATH_PREFIXES)):
+    if _api_path(path):
         return error_response(status, message)
     text = f"{message} ({setting}).\n" if setting else f"{message}.\n"
     return HttpResponse(text, status=status, content_type="text/plain; charset=utf-8")
@@ -188,10 +192,13 @@ def _discard_body(request: HttpRequest, length: int) -> None:
         pass  # the client has gone: nobody is left to read the answer
 
 
-class BodyNotReceivedMiddleware(ApiMiddleware):
+class BodyNotReceivedMiddleware:
     """A page's or the admin's body that stopped arriving or was cut short (Django raises
     UnreadablePostError) is the client's 408 or 400, not the server's 500; DRF's views answer
     it in api.errors.exception_handler."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         return self.get_response(request)
