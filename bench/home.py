@@ -130,7 +130,7 @@ def bench_home(row: Callable[..., None]) -> None:
 
 def command_seconds(data: Path, *args: str, runs: int = 3) -> float:
     """The best of a few runs of `manage.py <args>` on the home layout, from exec to exit."""
-    env = {**server_env(data, 0), "PYTHONDONTWRITEBYTECODE": ""}
+    env = server_env(data, 0)  # a person's shell: bytecode written once, read after
     best = float("inf")
     for _ in range(runs):
         started = time.monotonic()
