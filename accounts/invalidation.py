@@ -19,12 +19,12 @@ import threading
 import time
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
 from django.conf import settings
-from redis.backoff import NoBackoff
-from redis.retry import Retry
+
+if TYPE_CHECKING:
+    import redis
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,12 @@ def enabled() -> bool:
 
 
 @cache
-def _publisher(url: str) -> redis.Redis:
+def _publisher(url: str) -> "redis.Redis":
+    # Loaded here, with Redis only: redis-py is 21 MB of a process (core.lazyredis).
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
     # Made on first use, after gunicorn's fork. One retry at once, on a new connection: the
     # pooled one may have died with a Redis restart, and a lost announcement is a stale cache.
     return redis.Redis.from_url(
@@ -60,6 +65,8 @@ def publish(user_ids: list[Any]) -> None:
     trust no cache until they have it back)."""
     if not enabled():
         return
+    import redis
+
     try:
         client = _publisher(settings.REDIS_CACHE_URL)
         client.publish(CHANNEL, json.dumps(user_ids, default=str))
@@ -164,6 +171,10 @@ class _Listener(threading.Thread):
         return self._subscribed.is_set()
 
     def run(self) -> None:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
         failures, logged = 0, False
         while not self.stopping.is_set():
             # No retry of redis-py's own: it would connect and subscribe again behind our back,

@@ -9,10 +9,10 @@ import time
 import unicodedata
 from typing import Any
 
-import redis
 from django.core.cache import cache
 
 from api.throttles import LimitNamingThrottle, count_request
+from core import lazyredis
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def refuse_while_throttled(request: Any, username: str) -> None:
     throttle, blocked = _failures(request, username)
     try:
         closes = cache.get(blocked)
-    except redis.RedisError:  # counted in each process while Redis is away (api.throttles)
+    except lazyredis.error():  # counted in each process while Redis is away (api.throttles)
         logger.warning("Redis did not answer: a login block could not be read", exc_info=True)
         return
     if closes is not None and closes > time.time():
@@ -71,7 +71,7 @@ def count_login_attempt(request: Any, username: str) -> None:
     if count >= throttle.num_requests:
         try:
             cache.set(blocked, time.time() + retry_after, timeout=math.ceil(retry_after) + 1)
-        except redis.RedisError:
+        except lazyredis.error():
             logger.warning("Redis did not answer: a login block could not be kept", exc_info=True)
 
 

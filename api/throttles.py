@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import redis
 from cachetools import TLRUCache
 from django.conf import settings
 from django.core.cache import cache as django_cache
@@ -23,6 +22,8 @@ from django.core.cache.backends.base import BaseCache
 from django.core.cache.backends.locmem import LocMemCache
 from rest_framework import throttling
 from rest_framework.exceptions import Throttled
+
+from core import lazyredis
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ def _script() -> Any:
     # One client per process, made on first use: after gunicorn's fork, never before it. One
     # connection, which the client locks per command, spares the pool's bookkeeping; short
     # timeouts keep an unreachable Redis from holding requests.
+    import redis
+
     client = redis.Redis.from_url(
         settings.REDIS_CACHE_URL,
         single_connection_client=True,
@@ -121,7 +124,7 @@ class SharedCounts:
                     for n in (held.requests, max(math.ceil((held.closes - now) * 1000), 1))
                 ],
             )
-        except redis.RedisError:
+        except lazyredis.error():
             self._hold_again(sending)  # to be sent with the next round trip
             raise
         now = time.monotonic()
@@ -184,7 +187,7 @@ def count_request(key: str, seconds: int, local_until: int = 0) -> tuple[int, fl
         return _count_in(_local_counts, key, seconds)
     try:
         return _shared.count(key, seconds, local_until)
-    except redis.RedisError as exc:
+    except lazyredis.error() as exc:
         # Asked again only after a while: a Redis that does not answer would otherwise hold
         # every request for the client's timeout, one after the other.
         _away_until = time.monotonic() + _REDIS_RETRY_AFTER

@@ -2,7 +2,6 @@
 
 from typing import Any
 
-import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
@@ -132,6 +131,8 @@ def _check_broker() -> str:
     if not settings.REDIS_URL:
         return "in-process"
     try:
+        import redis
+
         client = redis.Redis.from_url(
             settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
         )

@@ -1,6 +1,8 @@
 """The home server (`manage.py serve`, docs/self-hosting.md): how soon it serves after a start on
 a warm venv, how AntennaPod's sync load (bench/apps.py) runs on its SQLite, and the memory of its
-whole process tree after that load (bench/README.md, "The home server")."""
+whole process tree after that load (bench/README.md, "The home server"); and, alone as
+`BENCH_ONLY=footprint`, each process's memory at rest and a command's start (bench/README.md,
+"Footprint")."""
 
 import contextlib
 import os
@@ -21,6 +23,8 @@ from bench.harness import add_users
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench home server password 7"
 RSS_TARGET_MB = 150.0
+REST_TARGET_MB = 100.0
+COMMAND_TARGET_S = 2.0
 START_TARGET_S = 10.0
 SETTLE_S = 35.0
 
@@ -121,4 +125,52 @@ def bench_home(row: Callable[..., None]) -> None:
             f"home server: memory of the whole process tree after the load (+{SETTLE_S:g} s)",
             f"RSS {rss:.0f} MB (PSS {pss:.0f} MB)",
             f"RSS <= {RSS_TARGET_MB:g} MB{met}",
+        )
+
+
+def command_seconds(data: Path, *args: str, runs: int = 3) -> float:
+    """The best of a few runs of `manage.py <args>` on the home layout, from exec to exit."""
+    env = server_env(data, 0)  # a person's shell: bytecode written once, read after
+    best = float("inf")
+    for _ in range(runs):
+        started = time.monotonic()
+        subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        best = min(best, time.monotonic() - started)
+    return best
+
+
+def bench_footprint(row: Callable[..., None]) -> None:
+    """Each process of the home server at rest (RSS, PSS, USS), and manage.py's start."""
+    print("The home server's footprint: each process at rest, a command's start (bench/home.py)")
+    data = Path(tempfile.mkdtemp(prefix="opa-footprint-")) / "data"
+    port = _free_port()
+    log = data.parent / "serve.log"
+    with serving(data, port, log):
+        pass  # the first start: migrations and static files
+    with serving(data, port, log) as (server, _):
+        time.sleep(3)  # the worker's schedule and threads started
+        for member, name in [(server, "master"), *((c, "worker") for c in server.children())]:
+            full = member.memory_full_info()
+            row(
+                f"home server at rest: {name}",
+                f"RSS {full.rss / 1e6:.0f} MB, PSS {full.pss / 1e6:.0f} MB, "
+                f"USS {full.uss / 1e6:.0f} MB",
+            )
+        rss, pss = tree_memory_mb(server)
+        met = "" if rss <= REST_TARGET_MB else " (NOT MET)"
+        row(
+            "home server at rest: the whole tree",
+            f"RSS {rss:.0f} MB (PSS {pss:.0f} MB)",
+            f"RSS <= {REST_TARGET_MB:g} MB{met}",
+        )
+    for args in (("help",), ("check",)):
+        seconds = command_seconds(data, *args)
+        met = "" if seconds <= COMMAND_TARGET_S else " (NOT MET)"
+        row(
+            f"manage.py {' '.join(args)}: start to exit, best of 3",
+            f"{seconds:.2f} s",
+            f"<= {COMMAND_TARGET_S:g} s{met}",
         )

@@ -97,6 +97,7 @@ AREAS = (
     Area(("imports",), "", lambda b: imports.bench_opodsync_import()),
     Area(("feeds",), "", lambda b: feeds.bench_feed_parsing(row, catalogue.catalogue_rss)),
     Area(("home",), "", lambda b: home.bench_home(row)),
+    Area(("home", "footprint"), "", lambda b: home.bench_footprint(row)),
 )
 
 

@@ -17,7 +17,6 @@ import xml.sax
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import feedparser
 from defusedxml import DefusedXmlException
 from defusedxml.sax import make_parser
 
@@ -134,6 +133,10 @@ def feed_identity(data: bytes, *, episodes_kept: int = 0) -> FeedIdentity:
     # Counted before anything reads the document: the count takes milliseconds where reading
     # what it refuses takes a minute. Any "<" counts, in text and CDATA too: even so the densest
     # real feed the fetch's cap lets through stays under the bound.
+    # feedparser is loaded here: a web process runs this in a child of its own
+    # (feedchecks.reader), and never needs it itself (bench/README.md, "Footprint").
+    import feedparser
+
     tags = data.count(b"<")
     if tags > MAX_TAGS:
         raise FeedTooComplex(

@@ -4,15 +4,22 @@ and only for as long as an import may wait for a worker. It is never written to 
 a log; the worker forgets it when the import ends."""
 
 import base64
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken
 from django.utils.crypto import salted_hmac
+
+if TYPE_CHECKING:
+    from cryptography.fernet import Fernet
 
 # How long a sealed password opens: an import waits for a worker no longer.
 SEALED_FOR = 3600
 
 
-def _fernet() -> Fernet:
+def _fernet() -> "Fernet":
+    # Loaded here: only an import sent through a broker is sealed, never on the home server
+    # (bench/README.md, "Footprint").
+    from cryptography.fernet import Fernet
+
     key = salted_hmac("imports.sealed", "password", algorithm="sha256").digest()
     return Fernet(base64.urlsafe_b64encode(key))
 
@@ -23,6 +30,8 @@ def seal(password: str) -> str:
 
 def opened(sealed: str) -> str | None:
     """The password, or None when the seal was made with another key, or too long ago."""
+    from cryptography.fernet import InvalidToken
+
     try:
         return _fernet().decrypt(sealed.encode(), ttl=SEALED_FOR).decode()
     except (InvalidToken, ValueError):

@@ -24,14 +24,12 @@ from datetime import date, datetime, timedelta
 from functools import partial
 from typing import Any
 
-import redis
 from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, F, IntegerField, Min, QuerySet, Value
 from django.db.models.functions import TruncDate
-from kombu.transport.redis import PRIORITY_STEPS, Channel
 
 from core import clock
 from core.admin import EstimatedCountPaginator, rows_counted
@@ -287,6 +285,10 @@ def queues_read() -> Queues:
     url = str(conf.broker_url or "")
     if not url.startswith(("redis://", "rediss://")):
         return unread
+    # Loaded here, with a broker only: redis-py is 21 MB of a process (core.lazyredis).
+    import redis
+    from kombu.transport.redis import PRIORITY_STEPS, Channel
+
     steps = len(PRIORITY_STEPS)
     client = redis.Redis.from_url(
         url, socket_timeout=BROKER_TIMEOUT, socket_connect_timeout=BROKER_TIMEOUT
@@ -310,6 +312,8 @@ def queues_read() -> Queues:
 
 def _priority_key(queue: str, step: int) -> str:
     """The Redis list of a queue's messages of one priority step, as kombu names it."""
+    from kombu.transport.redis import Channel
+
     return f"{queue}{Channel.sep}{step}" if step else queue
 
 

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connections
@@ -118,6 +117,8 @@ def database_problem() -> str | None:
 
 
 def _broker_problem() -> str | None:
+    import redis
+
     client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=3, socket_timeout=3)
     try:
         client.ping()
