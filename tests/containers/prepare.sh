@@ -62,7 +62,7 @@ make_base() {
   local arch=$1 tag=$2 rootfs
   rootfs=$(mktemp -d /var/tmp/podsync-rootfs.XXXXXX)
   # shellcheck disable=SC2064 # the folder of this call, expanded now
-  trap "$sudo rm -rf '$rootfs' '$rootfs.log'" RETURN
+  trap "$sudo rm -rf '$rootfs' '$rootfs.log'; trap - RETURN" RETURN
   echo "Making $tag with debootstrap from $mirror (a few minutes, once)"
   $sudo debootstrap --arch="$arch" --variant=minbase bookworm "$rootfs" "$mirror" \
     >"$rootfs.log" 2>&1 || {
@@ -101,5 +101,6 @@ CONF
   echo "Made $tag"
 }
 
-$sudo podman image exists "$BASE" || make_base amd64 "$BASE"
+# The base of the image podman builds by default is this machine's own architecture's.
+$sudo podman image exists "$BASE" || make_base "$(dpkg --print-architecture)" "$BASE"
 $sudo podman image exists "$BASE_ARM64" || make_base arm64 "$BASE_ARM64"
