@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 
-.PHONY: run dev test lint format bench soak soak-hosts scale servers clean image-test
+.PHONY: run dev test lint format bench soak soak-hosts scale servers clean image-test release
 
 $(BIN)/python:
 	@if [ -z "$(PYTHON)" ]; then echo "No supported Python found: install Python 3.11, 3.12 or 3.13 (or name one with PYTHON=)" >&2; exit 1; fi
@@ -73,6 +73,11 @@ test: $(BIN)/python
 image-test: $(VENV)/.dev
 	./tests/containers/prepare.sh
 	$(BIN)/pytest -p no:cacheprovider -m containers tests/containers
+
+# A release (docs/containers.md, "Releases"): pyproject.toml's version checked against
+# CHANGELOG.md, the tree and the tags, then HEAD tagged v<version>, annotated; nothing is pushed.
+release: $(BIN)/python
+	@$(BIN)/python scripts/release.py
 
 # Style, types, and the dependency rule between the apps (docs/architecture.md).
 lint: $(VENV)/.dev

@@ -15,6 +15,11 @@ from tests.containers.podman import ROOT, Podman
 
 # The service's image as the tests build it; compose reads the name from PODSYNC_IMAGE.
 IMAGE = "localhost/podsync:image-test"
+# The same image for arm64 (a Raspberry Pi, an ARM NAS), built and run here through qemu, from
+# the arm64 base that prepare.sh makes: --from stands it for the Containerfile's first FROM,
+# where a registry would give the arm64 one of debian:bookworm-slim's platforms.
+IMAGE_ARM64 = "localhost/podsync:image-test-arm64"
+BASE_ARM64 = "localhost/debian:bookworm-slim-arm64"
 # No registry here: Debian's PostgreSQL and Redis under the names compose.full.yaml uses by
 # default, built from tests/containers/<folder>/Containerfile. Debian 12's PostgreSQL is 15: the
 # service needs nothing of 17 that 15 lacks.
@@ -44,6 +49,22 @@ def image(podman: Podman) -> str:
     MEASURES["image size (MB)"] = round(size / 1e6, 1)
     MEASURES["image size over debian:bookworm-slim (MB)"] = round((size - base) / 1e6, 1)
     return IMAGE
+
+
+@pytest.fixture(scope="session")
+def image_arm64(podman: Podman) -> str:
+    if podman("image", "exists", BASE_ARM64, check=False).returncode != 0:
+        pytest.fail(f"No image {BASE_ARM64}: make image-test makes it")
+    start = time.monotonic()
+    built = podman.build(
+        IMAGE_ARM64, ROOT, "-f", str(ROOT / "Containerfile"),
+        "--platform", "linux/arm64", "--from", BASE_ARM64,
+    )  # fmt: skip
+    MEASURES["arm64: image build under qemu (s)"] = round(time.monotonic() - start, 1)
+    MEASURES["arm64: image build steps from cache"] = built.stdout.count("Using cache")
+    size = int(podman("image", "inspect", "--format", "{{.Size}}", IMAGE_ARM64).stdout)
+    MEASURES["arm64: image size (MB)"] = round(size / 1e6, 1)
+    return IMAGE_ARM64
 
 
 @pytest.fixture(autouse=True)
