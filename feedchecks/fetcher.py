@@ -46,7 +46,11 @@ class FetchError(Exception):
 
 
 class ForbiddenAddress(FetchError):
-    """The URL leads to an address the fetcher must not connect to."""
+    """The URL leads to an address the fetcher must not connect to (`address`, when known)."""
+
+    def __init__(self, message: str, address: "IPAddress | None" = None) -> None:
+        super().__init__(message)
+        self.address = address
 
 
 class CannotResolve(FetchError):
@@ -170,7 +174,7 @@ def resolve(
         # A scoped IPv6 address comes as "fe80::1%eth0".
         ip = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
         if not address_allowed(ip, allowed_networks):
-            raise ForbiddenAddress(f"{host} resolves to {ip}, which may not be fetched")
+            raise ForbiddenAddress(f"{host} resolves to {ip}, which may not be fetched", ip)
         if ip not in addresses:
             addresses.append(ip)
     if not addresses:

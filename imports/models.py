@@ -74,6 +74,14 @@ class Import(models.Model):
     def running(self) -> bool:
         return self.state in self.UNDER_WAY
 
+    @property
+    def counted(self) -> bool:
+        """Whether its counts say anything: a failed import that read nothing has none to show."""
+        return self.state != self.State.FAILED or any(
+            (self.devices, self.podcasts_added, self.podcasts_merged, self.podcasts_already,
+             self.actions_imported, self.actions_already, self.refused)
+        )  # fmt: skip
+
     @staticmethod
     def stalled_before(now: datetime) -> datetime:
         """An import under way that last told its progress before this has stopped: no run

@@ -18,6 +18,7 @@ never stored, never logged, never shown.
 import base64
 import contextlib
 import io
+import ipaddress
 import json
 import tempfile
 from collections import deque
@@ -31,6 +32,7 @@ from django.conf import settings
 from core.exceptions import DomainError, InvalidInput
 from episodes.actions import PLAY_FIELDS
 from feedchecks import fetcher
+from feedchecks.fetcher import IPNetwork
 from imports import reading
 from imports.files import json_source
 from imports.history import Source, SourceDevice
@@ -61,6 +63,9 @@ class Account:
     username: str
     password: str
     protocol: str = "auto"  # or "gpodder", "nextcloud": which API to read
+    # The person said the server is their own, on their own network: on the home server, its
+    # private address may then be reached (HOME_NETWORKS).
+    own_network: bool = False
 
 
 def server_address(text: str) -> str:
@@ -83,6 +88,27 @@ def server_address(text: str) -> str:
     return value.rstrip("/")
 
 
+def _without(network: str, *holes: str) -> list[IPNetwork]:
+    kept = [ipaddress.ip_network(network)]
+    for hole in map(ipaddress.ip_network, holes):
+        kept = [part for net in kept for part in (net.address_exclude(hole)  # type: ignore[arg-type]
+                if hole.subnet_of(net) else [net])]  # type: ignore[arg-type]  # fmt: skip
+    return kept
+
+
+# The private networks a household's own servers sit on, which an import from the home server
+# reaches once the person confirms the server is their own (docs/imports.md, "A server at
+# home"). Loopback and link-local (169.254/16, fe80::/10: where clouds answer with a machine's
+# credentials) are not among them, nor the metadata addresses inside these ranges.
+HOME_NETWORKS: list[IPNetwork] = [
+    *_without("10.0.0.0/8"),
+    *_without("172.16.0.0/12"),
+    *_without("192.168.0.0/16"),
+    *_without("100.64.0.0/10", "100.100.100.200/32"),  # Tailscale; Alibaba Cloud's metadata
+    *_without("fc00::/7", "fd00:ec2::254/128"),  # unique local; Amazon's metadata over IPv6
+]
+
+
 class _Client:
     def __init__(self, account: Account, reading: Callable[[str], None]) -> None:
         self.reading = reading
@@ -96,6 +122,10 @@ class _Client:
         }
         self.deadline = fetcher.Deadline(settings.IMPORT_TIMEOUT)
         self.networks = fetcher.parse_networks(settings.IMPORT_ALLOWED_NETWORKS)
+        self.home = settings.HOME_SERVER
+        if self.home and account.own_network:
+            self.networks += HOME_NETWORKS
+        self.own_network = account.own_network
 
     def request(
         self,
@@ -123,7 +153,7 @@ class _Client:
                     sink=sink,
                 )
             except fetcher.FetchError as exc:
-                raise ImportFailed(_failure(exc, self.origin.hostname or "")) from None
+                raise ImportFailed(self._failure(exc)) from None
             if answer.location is None:
                 if answer.truncated:
                     raise ImportFailed(
@@ -135,6 +165,12 @@ class _Client:
         raise ImportFailed(
             f"the server redirected its {what} more than {fetcher.MAX_REDIRECTS} times"
         )
+
+    def _failure(self, exc: fetcher.FetchError) -> str:
+        host = self.origin.hostname or ""
+        if isinstance(exc, fetcher.ForbiddenAddress):
+            return _refusal(exc, host, home=self.home, own=self.own_network)
+        return _failure(exc, host)
 
     def _redirect(self, url: str, location: str) -> str:
         """Where a redirect leads, if it stays on the server's host (http may become https):
@@ -207,12 +243,33 @@ def _refused_status(answer: fetcher.Exchanged, what: str) -> None:
         raise ImportFailed(f"the server answered HTTP {answer.status} for its {what}")
 
 
-def _failure(exc: fetcher.FetchError, host: str) -> str:
-    if isinstance(exc, fetcher.ForbiddenAddress):
+def _refusal(exc: fetcher.ForbiddenAddress, host: str, *, home: bool, own: bool) -> str:
+    """What to do about an address an import may not reach, in the person's words."""
+    ip = exc.address
+    if ip is None or not (ip.is_private or ip in ipaddress.ip_network("100.64.0.0/10")):
+        return f"{host} is at an address an import never reaches"
+    if ip.is_loopback:
         return (
-            f"{host} is on a private network, which this server does not reach unless "
-            "IMPORT_ALLOWED_NETWORKS names it"
+            f"{host} is this machine itself, which an import never reaches: give the old "
+            "server's address on your network instead, like http://192.168.1.50:8080"
         )
+    if ip.is_link_local or not any(ip in net for net in HOME_NETWORKS):
+        return f"{host} is at {ip}, a link-local or metadata address an import never reaches"
+    if home and not own:
+        return (
+            f"{host} is on a private network: if it is your own server on your own network, "
+            f"tick “{OWN_NETWORK_LABEL}” and import again"
+        )
+    return (
+        f"{host} is on a private network, which this server does not reach: its operator can "
+        "allow that network with IMPORT_ALLOWED_NETWORKS"
+    )
+
+
+OWN_NETWORK_LABEL = "It is my own server, on my own network"
+
+
+def _failure(exc: fetcher.FetchError, host: str) -> str:
     if isinstance(exc, fetcher.TimedOut):
         return (
             f"the server took longer than {settings.IMPORT_TIMEOUT:g} seconds, the most an "

@@ -336,7 +336,9 @@ def server_import_start(*, user: Any, account: Account) -> Import:
         raise InvalidInput(exc.message, errors={"server": [exc.message]}) from None
     import_check_allowed(user=user)
     upload = _created(user=user, source=Import.Source.SERVER, origin=origin)
-    secret = seal(json.dumps([account.username, account.password, account.protocol]))
+    secret = seal(
+        json.dumps([account.username, account.password, account.protocol, account.own_network])
+    )
     transaction.on_commit(lambda: _dispatch(upload.pk, secret))
     return upload
 
@@ -409,8 +411,9 @@ def import_run(*, import_id: int, secret: str | None) -> None:
             credentials = opened(secret or "")
             if credentials is None:
                 raise ImportFailed("the import waited too long for a worker: start it again")
-            username, password, protocol = json.loads(credentials)
-            account = Account(upload.origin, username, password, protocol)
+            # A run sealed before the confirmation existed has three entries: not confirmed.
+            username, password, protocol, *own = json.loads(credentials)
+            account = Account(upload.origin, username, password, protocol, bool(own and own[0]))
             with server_source(account, reading=progress.reading) as source:
                 _imported(upload, source, progress)
         else:

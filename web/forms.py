@@ -10,6 +10,7 @@ from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 from core.exceptions import InvalidInput
 from gpodder.models import Device
 from gpodder.services import device_caption_checked
+from imports.remote import OWN_NETWORK_LABEL
 
 
 def _printable(value: str, label: str) -> str:
@@ -155,6 +156,18 @@ class ServerImportForm(forms.Form):
         ],
         initial="auto",
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if settings.HOME_SERVER:  # the full layout reaches IMPORT_ALLOWED_NETWORKS alone
+            self.fields["own_network"] = forms.BooleanField(
+                label=OWN_NETWORK_LABEL,
+                required=False,
+                help_text=(
+                    "Tick it to import from a server at a private address (192.168.x.x, 10.x.x.x,"
+                    " a .lan or .local name): an old oPodSync, gpodder2go or Nextcloud at home."
+                ),
+            )
 
 
 class AppPasswordForm(forms.Form):

@@ -221,8 +221,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class StandIn(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, behaviour: str) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+    def __init__(self, behaviour: str, host: str = "127.0.0.1") -> None:
+        super().__init__((host, 0), Handler)
         self.behaviour = behaviour
         self.mygpo = Mygpo()
         # Answers sent as they are instead of mygpo's, by path: made before the import starts,
@@ -234,13 +234,15 @@ class StandIn(http.server.ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.server_address[1]}"
+        host, port = str(self.server_address[0]), self.server_address[1]
+        return f"{self.scheme}://{host}:{port}"
 
 
 @contextlib.contextmanager
-def standin(behaviour: str, *, tls: bool = False) -> Iterator[StandIn]:
-    """`tls`: over HTTPS, with a certificate of a CA nobody trusts (trustme's)."""
-    server = StandIn(behaviour)
+def standin(behaviour: str, *, tls: bool = False, host: str = "127.0.0.1") -> Iterator[StandIn]:
+    """`tls`: over HTTPS, with a certificate of a CA nobody trusts (trustme's); `host`: the
+    address it listens on."""
+    server = StandIn(behaviour, host)
     if tls:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         trustme.CA().issue_cert("127.0.0.1").configure_cert(context)

@@ -73,6 +73,7 @@ def server_import(request: HttpRequest) -> HttpResponse:
             username=form.cleaned_data["username"],
             password=form.cleaned_data["password"],
             protocol=form.cleaned_data["protocol"],
+            own_network=form.cleaned_data.get("own_network", False),
         )
         try:
             started = services.server_import_start(user=request.user, account=account)
