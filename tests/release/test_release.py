@@ -2,6 +2,7 @@
 tag, with nothing tagged, and the annotated tag it makes once everything is there."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -179,14 +180,18 @@ def test_a_pyproject_without_a_version_is_refused(tmp_path: Path, pyproject: str
 
 
 def test_this_repository_s_releases_are_tagged_with_their_sections():
-    """v1.0.0 and v1.1.0 are annotated tags of a tree of that version, each with a dated
-    section of CHANGELOG.md, the tag's message."""
+    """Each v* tag of this repository is an annotated tag of a tree of that version, with a
+    dated section of CHANGELOG.md as its message. A checkout made without tags (a CI's shallow
+    one) still checks that every released version has its dated section."""
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     for version in ("1.0.0", "1.1.0"):
-        tag = f"v{version}"
+        assert f"\n## [{version}] - 2026-11-26\n" in changelog
+    for tag in _git(ROOT, "tag", "--list", "v*").split():
+        version = tag.removeprefix("v")
         assert _git(ROOT, "cat-file", "-t", tag) == "tag", f"{tag} is not an annotated tag"
         assert f'version = "{version}"' in _git(ROOT, "show", f"{tag}:pyproject.toml")
-        assert f"\n## [{version}] - 2026-11-26\n" in changelog
+        dated = re.search(rf"\n## \[{re.escape(version)}\] - (\d{{4}}-\d\d-\d\d)\n", changelog)
+        assert dated, f"{tag} has no dated section in CHANGELOG.md"
         message = _git(ROOT, "tag", "--list", "--format=%(contents)", tag)
-        assert message.startswith(f"Version {version} (2026-11-26)\n\n"), message
+        assert message.startswith(f"Version {version} ({dated[1]})\n\n"), message
         assert message.split("\n\n", 1)[1] in changelog
