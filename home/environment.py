@@ -6,8 +6,10 @@ an app.
 """
 
 import contextlib
+import grp
 import ipaddress
 import os
+import pwd
 import secrets
 import socket
 from pathlib import Path
@@ -54,6 +56,8 @@ def secret_key(data_dir: Path, database: Path, *, new: bool = False) -> str:
                 "again)"
             ) from None
         return _new_secret(path)
+    except PermissionError:  # most often a first try as root (docs/self-hosting.md)
+        raise StartError(not_ours(data_dir, doing="read")) from None
     except OSError as exc:
         raise StartError(f"Cannot read {path}: {exc.strerror}; fix its owner or mode") from None
     if not key:
@@ -83,6 +87,29 @@ def _new_secret(path: Path) -> str:
     return key
 
 
+def not_ours(folder: Path, *, doing: str = "write") -> str:
+    """One line for a folder this user may not read or write in, with the command that gives it
+    the folder: most often one a first try as root left behind, which the systemd unit's user
+    then meets at every start (docs/self-hosting.md, "Debian with systemd")."""
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    group = grp.getgrgid(os.getegid()).gr_name
+    owner = _owner(folder)
+    whose = f"which is {owner}'s" if owner else "which this user may not"
+    return (
+        f"Cannot {doing} in {folder}, {whose}, and this start runs as {me}: "
+        f"sudo chown -R {me}:{group} {folder}"
+    )
+
+
+def _owner(folder: Path) -> str | None:
+    """The owner of the folder, or of the first thing in it that is not this user's."""
+    with contextlib.suppress(OSError, KeyError):
+        for path in [folder, *folder.rglob("*")]:
+            if path.stat().st_uid != os.geteuid():
+                return pwd.getpwuid(path.stat().st_uid).pw_name
+    return None
+
+
 def _writable_hint(path: Path) -> str:
     return f"make {path.parent} writable by the user that runs the server, with free space"
 
@@ -103,6 +130,42 @@ def lan_addresses() -> list[str]:
                     found.append(ip)
     found.sort(key=lambda ip: (ip.version, int(ip)))
     return [str(ip) for ip in found]
+
+
+def route_address() -> str | None:
+    """The address this machine's default route leaves by: of its addresses, the one the rest of
+    the home network most likely reaches, where a container bridge's (podman's 10.88.0.1,
+    Docker's 172.17.0.1) would sort first. A UDP socket's connect sends nothing: the kernel only
+    looks the route up."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # TEST-NET-1 (RFC 5737): any address off this network
+        return str(probe.getsockname()[0])
+    return None
+
+
+def reachable_hosts(listen: str) -> list[str]:
+    """Where a phone on the home network reaches a server listening on `listen`, best first: the
+    default route's address, the machine's other addresses, then `<host name>.local` (mDNS,
+    which not every phone resolves). `manage.py serve` prints these, and the Connect page gives
+    the first when it was opened through localhost (docs/web.md, "Connecting an app")."""
+    everywhere = listen in ("0.0.0.0", "::", "")
+    addresses = lan_addresses() if everywhere else [listen]
+    if listen in ("0.0.0.0", ""):  # IPv4's every interface: an IPv6 address would not answer
+        addresses = [address for address in addresses if ":" not in address]
+    best = route_address()
+    if best in addresses:
+        addresses.remove(best)
+        addresses.insert(0, best)
+    name = host_name()
+    return addresses + ([f"{name}.local"] if everywhere and name else [])
+
+
+def listen_host() -> str:
+    """The address gunicorn listens on, from the bind `manage.py serve` hands it
+    (GUNICORN_BIND: `0.0.0.0:8000`, `[::]:8000`); every IPv4 interface when it is unset."""
+    bind = os.environ.get("GUNICORN_BIND", "")
+    host = bind.rsplit(":", 1)[0] if ":" in bind else bind
+    return host.strip("[]") or "0.0.0.0"
 
 
 def in_container() -> bool:

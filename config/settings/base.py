@@ -61,6 +61,12 @@ if PUBLIC_URL:  # a mistyped one fails at start, not in an app's login
     ):
         raise ValueError("PUBLIC_URL must be an http(s) address like https://sync.example.com")
 
+# Where a phone on the home network reaches this machine, best first, as `manage.py serve`
+# prints them: the Connect page gives the first when it was opened through localhost (docs/web.md,
+# "Connecting an app"). In a container they are the container's own, which no phone reaches.
+IN_CONTAINER = environment.in_container()
+LAN_HOSTS = [] if IN_CONTAINER else environment.reachable_hosts(environment.listen_host())
+
 # The home server takes the names a home network reaches it by (its addresses, its host name,
 # the home domains of home.environment, single-label names) with no configuration; anything else
 # names its own. EXTRA_ALLOWED_HOSTS adds names to the defaults, ALLOWED_HOSTS replaces them.

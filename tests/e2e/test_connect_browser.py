@@ -7,8 +7,15 @@ the sign-in page naming it on the way. axe-core checks every page, at a laptop's
 px and at 320 px, where nothing may scroll sideways.
 """
 
+import contextlib
+import os
 import re
+import signal
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +36,7 @@ from tests.e2e.browser import (
     whole_page_screenshot,
 )
 from tests.factories import UserFactory
+from tests.servers import ROOT, free_port
 
 PASSWORD = "a long and unusual passphrase 31"
 ANTENNAPOD = "AntennaPod/3.5.0"
@@ -101,8 +109,11 @@ def poll_until_allowed(endpoint: str, token: str, timeout: float = 20.0) -> dict
 
 
 def test_every_apps_steps_work_with_what_the_page_shows(
-    live_server: Any, browser: WebDriver
+    live_server: Any, browser: WebDriver, settings: Any
 ) -> None:
+    # The live server listens on loopback alone, where the page opened through localhost would
+    # give the home network's address instead (test_the_home_server_opened_through_localhost...).
+    settings.PUBLIC_URL = live_server.url
     UserFactory(username="alice", with_password=PASSWORD)
     visit = Visit(browser, live_server.url)
     at_width(browser, 1366)
@@ -250,3 +261,72 @@ def test_the_page_at_a_phones_width_and_past_the_limit(
     whole_page_screenshot(browser, "connect-limit-320")
     assert AppPassword.objects.filter(user=person).count() == settings.MAX_APP_PASSWORDS
     assert not AppPassword.objects.filter(name="gPodder").exists()
+
+
+@pytest.fixture
+def home_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """`manage.py serve` as `make run` starts it, on every interface: its localhost address and
+    what it printed."""
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port)],
+            cwd=ROOT,
+            env={
+                "PATH": os.environ["PATH"],
+                "DATA_DIR": str(tmp_path / "data"),
+                "STATIC_ROOT": str(tmp_path / "static"),  # not the checkout's, which others serve
+            },
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            with contextlib.suppress(requests.RequestException):
+                if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        yield url, log.read_text()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def test_the_home_server_opened_through_localhost_gives_an_address_the_phone_reaches(
+    home_server: tuple[str, str], browser: WebDriver
+) -> None:
+    """A person at the box opens what the start printed for this machine and presses "Connect an
+    app": the address to type is the first the start named for apps, one a phone reaches, not
+    `localhost` (a phone's own)."""
+    url, printed = home_server
+    first = re.search(r"server's address is one of these:\n\s+(http://\S+)", printed)
+    assert first, printed
+    found = re.search(r"Sign in as 'admin' with the password: (\S+)", printed)
+    assert found, printed
+    visit = Visit(browser, url)
+    at_width(browser, 1366)
+    browser.get(f"{url}/login/?next=/connect/")
+    browser.find_element(By.NAME, "username").send_keys("admin")
+    browser.find_element(By.NAME, "password").send_keys(found.group(1))
+    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    visit.wait.until(expected_conditions.url_to_be(f"{url}/connect/"))
+    address = visit.shown("server-address")
+    assert address == first.group(1) != url
+    assert "localhost" not in address
+    why = visit.shown("address-why")
+    assert why.startswith("You opened this page through localhost, which on a phone means")
+    # From elsewhere on the network the address answers (this machine's own, over its LAN side).
+    assert requests.get(f"{address}/health", timeout=5).status_code == 200
+    visit.check("/connect/ through localhost")
+    whole_page_screenshot(browser, "connect-localhost-desktop")
+    at_width(browser, 390)
+    browser.get(f"{url}/connect/")
+    visit.check("/connect/ through localhost at 390px")
+    assert visit.shown("server-address") == address
+    whole_page_screenshot(browser, "connect-localhost-390")

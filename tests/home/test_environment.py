@@ -66,3 +66,44 @@ def test_the_names_of_a_home_network_are_accepted() -> None:
     for address in environment.lan_addresses():
         assert (f"[{address}]" if ":" in address else address) in hosts
     assert "*" not in hosts
+
+
+def test_a_data_folder_a_first_try_as_root_left_names_the_chown_to_run() -> None:
+    """Run as root once (`make run`), the data folder and its key are root's alone: the systemd
+    unit's user is told in one line what gives it the folder. A Python of the system's, which
+    that user may run (the test's lives in root's home), with this one's libraries."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    root = Path(__file__).resolve().parents[2]
+    tree = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's own folder is root's alone
+    tree.chmod(0o755)
+    data = tree / "data"
+    environment.secret_key(data, data / "db.sqlite3")
+    data.chmod(0o700)
+    done = subprocess.run(
+        [
+            *("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"),
+            *("/usr/bin/python3", "manage.py", "check"),
+        ],
+        cwd=root,
+        env={
+            "PATH": os.environ["PATH"],
+            "PYTHONPATH": next(p for p in sys.path if p.endswith("site-packages")),
+            "DATA_DIR": str(data),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    shutil.rmtree(tree)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"Cannot read in {data}, which is root's, and this start runs as nobody: "
+        f"sudo chown -R nobody:nogroup {data}"
+    ]

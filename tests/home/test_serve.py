@@ -7,6 +7,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import socket
 import stat
 import subprocess
@@ -219,26 +220,136 @@ def test_a_full_data_folder_stops_the_start(tmp_path: Path, started: tuple[Path,
         assert filler.stat().st_size == filler_size
 
 
+# Another user than root, as the systemd unit's `podsync`: the interpreter here lives under
+# /root (mode 700), so that user keeps the right to read everything (CAP_DAC_READ_SEARCH) and
+# nothing more: writing in what root owns is refused, as for any user.
+AS_NOBODY = [
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    "--inh-caps=+dac_read_search",
+    "--ambient-caps=+dac_read_search",
+]
+
+
+def serve_as_nobody(data: Path, static: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*AS_NOBODY, sys.executable, "manage.py", "serve", "--no-exec"],
+        cwd=ROOT,
+        env={
+            "PATH": os.environ["PATH"],
+            "STATIC_ROOT": str(static),
+            "DATA_DIR": str(data),
+            "PORT": str(servers.free_port()),
+        },
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_a_tree_a_first_try_as_root_left_is_named_with_the_chown_to_run(tmp_path: Path) -> None:
+    """`make run` as root first, then the unit as its own user: the static files root collected
+    (and a data folder root made) stop the start with one line giving the command that fixes
+    it, not a traceback every 5 s."""
+    tmp_path.chmod(0o755)
+    data, static = tmp_path / "data", tmp_path / "static"
+    first = subprocess.run(
+        [sys.executable, "manage.py", "serve", "--no-exec", "--port", str(servers.free_port())],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "STATIC_ROOT": str(static), "DATA_DIR": str(data)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert first.returncode == 0, first.stderr
+    (static / ".sources").write_text("an older release's files")  # an upgrade since
+    assert_one_line(
+        serve_as_nobody(data, static),
+        rf"^CommandError: Cannot write in {data}, which is root's, and this start runs as"
+        rf" nobody: sudo chown -R nobody:nogroup {data}$",
+    )
+    shutil.chown(data, "nobody", "nogroup")
+    for path in data.iterdir():
+        shutil.chown(path, "nobody", "nogroup")
+    assert_one_line(
+        serve_as_nobody(data, static),
+        rf"^CommandError: Cannot write in {static}, which is root's, and this start runs as"
+        rf" nobody: sudo chown -R nobody:nogroup {static}$",
+    )
+    subprocess.run(["chown", "-R", "nobody:nogroup", str(static)], check=True)
+    done = serve_as_nobody(data, static)
+    assert done.returncode == 0, done.stderr
+    assert "Forgot the 'admin' password?" in done.stdout
+
+
 def _lan_addresses() -> list[str]:
     from home.environment import lan_addresses
 
     return lan_addresses()
 
 
-def test_in_a_container_the_start_names_no_address_of_its_own(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_start_names_the_admins_address_on_the_first_address(
+    started: tuple[Path, str],
 ) -> None:
-    """A container's addresses and name are its own, which no phone reaches."""
-    from home.management.commands import serve as command
+    """Where staff add the people of the household: the first address apps are given."""
+    _, out = started
+    first = re.search(r"server's address is one of these:\n\s+(http://\S+)", out)
+    assert first, out
+    assert f"Add the people of your household, signed in as 'admin': {first.group(1)}/admin/" in out
+    from home.environment import route_address
 
-    monkeypatch.setattr(command, "in_container", lambda: True)
-    out = io.StringIO()
-    command.Command(stdout=out)._tell_where("0.0.0.0", 8000, None, tmp_path)
-    printed = out.getvalue()
-    assert "this machine's, with the port published" in printed
-    assert "Stop with docker stop." in printed
+    assert first.group(1).startswith(f"http://{route_address()}:")  # not a container's bridge
+
+
+def test_in_a_container_the_start_names_no_address_of_its_own(tmp_path: Path) -> None:
+    """A container's addresses and name are its own, which no phone reaches, and the port
+    published on the host is not seen from inside: the start says so rather than guess."""
+    done = serve(tmp_path / "data", 8123, IN_CONTAINER="true")
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout
+    assert "this machine's name or address, with the port published for the container's 8123" in (
+        printed
+    )
+    assert "localhost:8" not in printed
+    assert "Add the people of your household, signed in as 'admin': http://<this machine>:" in (
+        printed
+    )
+    assert "Stop with docker stop <container name>." in printed
     for address in _lan_addresses():
         assert address not in printed
+    again = serve(tmp_path / "data", 8123, IN_CONTAINER="true")
+    assert (
+        "Forgot the 'admin' password? docker exec -it <container name> python manage.py"
+        " changepassword admin"
+    ) in again.stdout
+
+
+def test_under_compose_the_start_gives_composes_commands(tmp_path: Path) -> None:
+    serve(tmp_path / "data", IN_CONTAINER="true", UNDER_COMPOSE="true")
+    done = serve(tmp_path / "data", IN_CONTAINER="true", UNDER_COMPOSE="true")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "Forgot the 'admin' password? docker compose exec server python manage.py"
+        " changepassword admin"
+    ) in done.stdout
+    assert "Stop with docker compose stop" in done.stdout
+    assert "docker stop" not in done.stdout
+
+
+def test_in_a_container_with_public_url_that_is_the_address(tmp_path: Path) -> None:
+    done = serve(tmp_path / "data", IN_CONTAINER="true", PUBLIC_URL="http://mynas:8123")
+    assert done.returncode == 0, done.stderr
+    assert "    http://mynas:8123\n" in done.stdout
+    assert "signed in as 'admin': http://mynas:8123/admin/" in done.stdout
+
+
+def test_compose_tells_the_start_it_runs_under_compose() -> None:
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    assert compose["services"]["server"]["environment"]["UNDER_COMPOSE"] == "true"
 
 
 def test_only_the_addresses_it_listens_on_are_named(
@@ -246,10 +357,11 @@ def test_only_the_addresses_it_listens_on_are_named(
 ) -> None:
     """On 0.0.0.0 (the default) gunicorn listens on IPv4 alone: the machine's IPv6 addresses
     would refuse a phone, so they are not named; on :: (IPv6 and IPv4) both are."""
+    from home import environment
     from home.management.commands import serve as command
 
     monkeypatch.setattr(command, "in_container", lambda: False)
-    monkeypatch.setattr(command, "lan_addresses", lambda: ["192.168.1.50", "fd00::2"])
+    monkeypatch.setattr(environment, "lan_addresses", lambda: ["192.168.1.50", "fd00::2"])
     named = {}
     for host in ("0.0.0.0", "::"):
         out = io.StringIO()

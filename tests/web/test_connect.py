@@ -5,6 +5,7 @@ names the app whose Nextcloud login is under way."""
 import base64
 import html
 import re
+import socket
 from typing import Any
 
 import pytest
@@ -56,22 +57,138 @@ def test_the_address_is_public_url_when_set(page: Client, settings: Any) -> None
     assert copyable(body, "kasts-nextcloud-address") == "https://sync.example.com"
     assert "127.0.0.1" not in body
     assert copyable(body, "username") == "alice"
-    assert "speaks plain HTTP" not in body
+    assert "not encrypted" not in body
 
 
 def test_without_public_url_the_address_is_the_one_the_browser_used(
     page: Client, settings: Any
 ) -> None:
     settings.PUBLIC_URL = ""
-    settings.ALLOWED_HOSTS = ["podsync.lan"]
+    settings.ALLOWED_HOSTS = ["podsync.lan", "192.168.1.50"]
+    settings.LAN_HOSTS = ["192.168.1.50", "podsync.local"]
     body = page.get("/connect/", headers={"host": "podsync.lan:8000"}).content.decode()
     assert copyable(body, "server-address") == "http://podsync.lan:8000"
-    # Plain HTTP: the address with its scheme, and why.
-    assert "This server speaks plain HTTP" in body
+    assert 'id="address-why"' not in body  # a LAN name is right as it is: nothing to explain
+    # Plain HTTP: the address with its scheme, and why, in plain words.
+    assert "starting with <code>http://</code>" in body
+    assert "The connection is not encrypted, which is fine inside your home." in body
     assert "Password and data are not encrypted!" in body  # what AntennaPod warns then
     secure = page.get("/connect/", headers={"host": "podsync.lan"}, secure=True)
     assert copyable(secure.content.decode(), "server-address") == "https://podsync.lan"
-    assert "speaks plain HTTP" not in secure.content.decode()
+    assert "not encrypted" not in secure.content.decode()
+    lan = page.get("/connect/", headers={"host": "192.168.1.50:8000"}).content.decode()
+    assert copyable(lan, "server-address") == "http://192.168.1.50:8000"
+
+
+def why(body: str) -> str:
+    found = re.search(r'<p [^>]*id="address-why">(.*?)</p>', body, re.S)
+    assert found, "no line saying why"
+    return html.unescape(re.sub(r"<[^>]+>", "", found.group(1)))
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost:8000", "127.0.0.1:8000", "[::1]:8000", "LocalHost:8000"]
+)
+def test_opened_through_loopback_it_gives_the_address_the_start_found(
+    page: Client, settings: Any, host: str
+) -> None:
+    """A person at the box opens the address `make run` prints first: a phone given
+    `localhost` would look for the server on itself."""
+    settings.PUBLIC_URL = ""
+    settings.IN_CONTAINER = False
+    settings.LAN_HOSTS = ["192.168.1.50", "10.88.0.1", "mynas.local"]
+    settings.ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+    body = page.get("/connect/", headers={"host": host}).content.decode()
+    for element in ("server-address", "antennapod-nextcloud-address", "gpodder-address"):
+        assert copyable(body, element) == "http://192.168.1.50:8000"
+    said = why(body)
+    assert f"You opened this page through {host.rsplit(':', 1)[0].lower()}" in said
+    assert "on a phone means the phone itself" in said
+    assert "try http://10.88.0.1:8000 or http://mynas.local:8000." in said
+    assert "localhost:8000" not in copyable(body, "kasts-nextcloud-address")
+    # Opened through one of the home network's addresses or names, that one is kept.
+    for lan in ("192.168.1.50:8000", "mynas.local:8000", "nas.fritz.box:8000", "[fd00::2]:8000"):
+        settings.ALLOWED_HOSTS = [lan.rsplit(":", 1)[0]]
+        kept = page.get("/connect/", headers={"host": lan}, REMOTE_ADDR="192.168.1.7").content
+        assert copyable(kept.decode(), "server-address") == f"http://{lan}"
+        assert b'id="address-why"' not in kept
+    # PUBLIC_URL, when set, wins over all of it.
+    settings.PUBLIC_URL = "http://podsync.home.arpa:8000"
+    settings.ALLOWED_HOSTS = ["*"]
+    public = page.get("/connect/", headers={"host": host}).content.decode()
+    assert copyable(public, "server-address") == "http://podsync.home.arpa:8000"
+    assert 'id="address-why"' not in public
+
+
+def test_the_real_start_list_is_what_loopback_is_given(page: Client, settings: Any) -> None:
+    """LAN_HOSTS as the settings found them on this machine, the same list serve prints."""
+    from home.environment import route_address
+
+    settings.PUBLIC_URL = ""
+    settings.IN_CONTAINER = False
+    found = settings.LAN_HOSTS  # as the settings found them at start (other tests' containers
+    assert found, "this machine has an address on a network"  # come and go since)
+    assert found[0] == route_address()
+    body = page.get("/connect/", headers={"host": "localhost:8123"}).content.decode()
+    shown = f"[{found[0]}]" if ":" in found[0] else found[0]
+    assert copyable(body, "server-address") == f"http://{shown}:8123"
+
+
+def test_the_machines_bare_name_is_replaced_only_from_the_machine_itself(
+    page: Client, settings: Any
+) -> None:
+    """Opened on the box as `mynas` (its /etc/hosts answers), the phone's DNS may not know it;
+    opened so from another computer, that computer's DNS knew it, and a phone's likely does."""
+    name = socket.gethostname().lower()
+    settings.PUBLIC_URL = ""
+    settings.IN_CONTAINER = False
+    settings.ALLOWED_HOSTS = [name]
+    settings.LAN_HOSTS = ["192.168.1.50"]
+    here = page.get("/connect/", headers={"host": f"{name}:8000"}).content.decode()
+    assert copyable(here, "server-address") == "http://192.168.1.50:8000"
+    there = page.get("/connect/", headers={"host": f"{name}:8000"}, REMOTE_ADDR="192.168.1.7")
+    assert copyable(there.content.decode(), "server-address") == f"http://{name}:8000"
+
+
+def test_in_a_container_opened_through_localhost_it_asks_for_the_hosts_address(
+    page: Client, settings: Any
+) -> None:
+    """The container's own addresses reach no phone, and the port published is the one the
+    browser used: the line names it."""
+    settings.PUBLIC_URL = ""
+    settings.IN_CONTAINER = True
+    settings.LAN_HOSTS = []
+    body = page.get("/connect/", headers={"host": "localhost:8123"}).content.decode()
+    said = why(body)
+    assert "Type this computer's name or network address in place of localhost" in said
+    assert "http://192.168.1.20:8123" in said
+    assert "set PUBLIC_URL" in said
+    # Opened through the host's LAN name, the address is right as it is.
+    settings.ALLOWED_HOSTS = ["mynas"]
+    lan = page.get("/connect/", headers={"host": "mynas:8123"}).content.decode()
+    assert copyable(lan, "server-address") == "http://mynas:8123"
+    assert 'id="address-why"' not in lan
+
+
+def test_opened_through_loopback_on_a_machine_with_no_network(page: Client, settings: Any) -> None:
+    settings.PUBLIC_URL = ""
+    settings.IN_CONTAINER = False
+    settings.LAN_HOSTS = []
+    body = page.get("/connect/", headers={"host": "127.0.0.1:8000"}).content.decode()
+    assert "has no address on a network yet" in why(body)
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost.:8000", "xn--nxasmq6b.localhost:8000", "[::ffff:127.0.0.1]:8000"]
+)
+def test_other_spellings_of_loopback_are_loopback(page: Client, settings: Any, host: str) -> None:
+    settings.PUBLIC_URL = ""
+    settings.IN_CONTAINER = False
+    settings.ALLOWED_HOSTS = ["*"]
+    settings.LAN_HOSTS = ["192.168.1.50"]
+    response = page.get("/connect/", headers={"host": host})
+    assert response.status_code == 200
+    assert copyable(response.content.decode(), "server-address") == "http://192.168.1.50:8000"
 
 
 def test_every_app_has_its_steps_with_the_labels_it_shows(page: Client) -> None:

@@ -9,8 +9,8 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from core.exceptions import InvalidInput
-from nextcloud.flow_views import server_of
 from web import forms, services
+from web.addresses import connect_address
 from web.views.common import GET_POST, person_of, person_required
 
 # What AntennaPod's gpodder.net login refuses in a username (GpodderAuthenticationFragment's
@@ -21,8 +21,13 @@ ANTENNAPOD_REFUSES = frozenset("!@#$%&*()+=|<>?{}[]~")
 def _page(
     request: HttpRequest, *, form: Any = None, made: Any = None, status: int = 200
 ) -> HttpResponse:
-    # The address the Nextcloud login gives apps: the one every app should be given.
-    server = server_of(request)
+    # One a phone reaches; PUBLIC_URL, when set, is also the one the Nextcloud login gives apps.
+    address = connect_address(
+        host=request.get_host(),
+        secure=request.is_secure(),
+        client=request.META.get("REMOTE_ADDR", ""),
+    )
+    server = address.address
     username = person_of(request).get_username()
     app = form.data.get("app", "") if form is not None else ""
     return render(
@@ -30,6 +35,7 @@ def _page(
         "web/connect.html",
         {
             "server": server,
+            "address": address,
             "plain_http": server.startswith("http://"),
             "username": username,
             "antennapod_refuses": "".join(sorted(ANTENNAPOD_REFUSES.intersection(username))),

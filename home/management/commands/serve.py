@@ -23,13 +23,16 @@ from accounts.selectors import USERNAME_TAKEN
 from accounts.services import staff_ensure
 from core.exceptions import InvalidInput
 from deletions.services import deletion_sweep
-from home.environment import host_name, in_container, lan_addresses
+from home.environment import in_container, not_ours, reachable_hosts
 from home.management.commands.wait_for import database_problem
 from home.static import collect_static
 
 ROOT = Path(__file__).resolve().parents[3]
 GUNICORN_CONFIG = ROOT / "config" / "gunicorn_home.py"
 STAFF = "admin"
+# Where staff add the people of the household, printed at each start. (The admin's users list
+# until the pages have a People page of their own: point this at it then.)
+PEOPLE_PATH = "/admin/"
 
 
 class Command(BaseCommand):
@@ -63,7 +66,10 @@ class Command(BaseCommand):
         _check_port(host, port)
         self._wait_for_database(wait)
         call_command("migrate", interactive=False, verbosity=0)
-        collect_static()
+        try:
+            collect_static()
+        except PermissionError:  # a first start as root (make run) left them root's
+            raise CommandError(not_ours(Path(settings.STATIC_ROOT))) from None
         swept = deletion_sweep(resend_after=0)  # deletions a stop cut short go on now
         if swept["resent"]:
             self.stdout.write(f"Deletions taken up again: {swept['resent']}")
@@ -113,30 +119,50 @@ class Command(BaseCommand):
 
     def _tell_where(self, host: str, port: int, password: str | None, data_dir: Path) -> None:
         everywhere = host in ("0.0.0.0", "::", "")
-        addresses = lan_addresses() if everywhere else [host]
-        if host in ("0.0.0.0", ""):  # IPv4's every interface: an IPv6 address would not answer
-            addresses = [address for address in addresses if ":" not in address]
-        names = [f"{host_name()}.local"] if everywhere and host_name() else []
-        urls = [_url(a, port) for a in addresses + names]
+        urls = [_url(found, port) for found in reachable_hosts(host)]
         if settings.PUBLIC_URL:  # behind a proxy, that is the one address apps are given
             urls = [settings.PUBLIC_URL]
+        container = in_container()
+        compose = container and os.environ.get("UNDER_COMPOSE", "").lower() in ("1", "true")
         lines = ["", "  The podcast sync server is starting."]
-        if in_container() and not settings.PUBLIC_URL:
+        if container and not settings.PUBLIC_URL:
+            # The port published on the host (-p 8123:8000, PODSYNC_PORT) is not seen from here.
             lines.append(
-                "  In your apps, the server's address is this machine's, with the port published"
-                " (docker run -p 8000:8000: http://<this machine's name or address>:8000)."
+                "  In your apps, the server's address is this machine's name or address, with the"
+                f" port published for the container's {port}: http://<this machine>:<that port>"
+                " (set PUBLIC_URL to it, and it is shown here and on the Connect page)."
             )
-        elif urls:
-            lines.append("  In your apps, the server's address is one of these:")
-            lines += [f"    {url}" for url in urls]
-        lines.append(f"  On this machine: {_url('localhost' if everywhere else host, port)}/")
+            people = "http://<this machine>:<that port>" + PEOPLE_PATH
+        else:
+            if urls:
+                lines.append("  In your apps, the server's address is one of these:")
+                lines += [f"    {url}" for url in urls]
+            local = _url("localhost" if everywhere else host, port)
+            lines.append(f"  On this machine: {local}/")
+            people = (urls[0] if urls else local) + PEOPLE_PATH
+        lines.append(f"  Add the people of your household, signed in as '{STAFF}': {people}")
+        manage = (
+            "docker compose exec server python manage.py"
+            if compose
+            else "docker exec -it <container name> python manage.py"
+            if container
+            else _manage()
+        )
         if password is not None:
             lines.append(f"  Sign in as '{STAFF}' with the password: {password}")
             lines.append("  (shown only this once: note it now)")
         else:
-            lines.append(f"  Forgot the '{STAFF}' password? {_manage()} changepassword {STAFF}")
-        lines.append(f"  Your data (database and secret key): {data_dir}")
-        lines.append("  Stop with docker stop." if in_container() else "  Stop with Ctrl+C.")
+            lines.append(f"  Forgot the '{STAFF}' password? {manage} changepassword {STAFF}")
+        if container:
+            lines.append(f"  Your data (database and secret key): the volume at {data_dir}")
+        else:
+            lines.append(f"  Your data (database and secret key): {data_dir}")
+        if compose:
+            lines.append("  Stop with docker compose stop (down also removes the container).")
+        elif container:
+            lines.append("  Stop with docker stop <container name>.")
+        else:
+            lines.append("  Stop with Ctrl+C.")
         self.stdout.write("\n".join([*lines, ""]))
 
 
@@ -162,6 +188,8 @@ def _check_writable(data_dir: Path) -> None:
             file.write(b"\0" * 65536)
             file.flush()
             os.fsync(file.fileno())
+    except PermissionError:
+        raise CommandError(not_ours(data_dir)) from None
     except OSError as exc:
         why = "it is full" if exc.errno == errno.ENOSPC else exc.strerror
         raise CommandError(
