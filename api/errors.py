@@ -13,11 +13,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost, PermissionDenied, TooManyFieldsSent
+from django.core.exceptions import PermissionDenied, TooManyFieldsSent
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
-from django.http.request import split_domain_port
-from django.template.loader import render_to_string
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -66,23 +64,8 @@ def _is_api(request: HttpRequest) -> bool:
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """Django's handler400 (a bad Host header, for instance): the error object on API paths; a
-    refused Host gets a page naming the setting that adds it."""
-    if _is_api(request):
-        return error_response(400)
-    if isinstance(exception, DisallowedHost):
-        return _host_refused(request)
-    return defaults.bad_request(request, exception)
-
-
-def _host_refused(request: HttpRequest) -> HttpResponse:
-    # Rendered without the request: the pages' context would ask it for the host again.
-    header = request.META.get("HTTP_HOST", "")
-    name = split_domain_port(header)[0] if header.isascii() else ""
-    page = render_to_string(
-        "api/host_refused.html", {"name": name[:253], "home": settings.HOME_SERVER}
-    )
-    return HttpResponse(page, status=400)
+    """Django's handler400 (a bad Host header, for instance): the error object on API paths."""
+    return error_response(400) if _is_api(request) else defaults.bad_request(request, exception)
 
 
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

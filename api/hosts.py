@@ -4,9 +4,6 @@
   of the machine the server runs on, which a container or a machine whose lease changed cannot
   know in advance. A rebinding attack reaches a server through a name it controls, never
   through an address literal, so this opens nothing to it;
-- on the home server, any single-label name (`mynas`, `diskstation`): the name the router or
-  the machine's own resolver gives the box, which a container cannot know (its host name is
-  its own). Public DNS serves no such name, so a stranger's page cannot go by one;
 - `/health` asked from this machine, as a container's or a monitor's health check asks it,
   whatever name it uses.
 """
@@ -38,20 +35,13 @@ def _local(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None) -> bool:
     return ip is not None and (ip.is_private or ip.is_loopback or ip.is_link_local or ip in _SHARED)
 
 
-def _single_label(name: str) -> bool:
-    # All digits is an address to a browser (`http://1234/` is 0.0.4.210), never a name; and a
-    # DNS label has at most 63 characters.
-    return 0 < len(name) <= 63 and "." not in name and name[0] != "[" and not name.isdigit()
-
-
 def accepted_host(request: HttpRequest) -> str | None:
     """The request's Host when one of the two rules above accepts it, else None (Django's own
     ALLOWED_HOSTS check decides)."""
     host = request.META.get("HTTP_HOST", "")
     if not _VALID_HOST.match(host.lower()):
         return None
-    name = split_domain_port(host)[0]
-    if settings.HOME_SERVER and (_local(_address(name)) or _single_label(name)):
+    if settings.HOME_SERVER and _local(_address(split_domain_port(host)[0])):
         return host
     peer = _address(request.META.get("REMOTE_ADDR", ""))
     if request.path_info == "/health" and peer is not None and peer.is_loopback:

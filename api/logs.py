@@ -23,9 +23,6 @@ class OneLine(logging.Filter):
         if not record.name.startswith("django.security."):
             return True
         record.exc_info, record.exc_text = None, None
-        if record.name == "django.security.DisallowedHost" and isinstance(record.msg, str):
-            # Django's advice would replace the names already accepted; this setting adds one.
-            record.msg = record.msg.replace("to ALLOWED_HOSTS", "to EXTRA_ALLOWED_HOSTS")
         if record.levelno > logging.WARNING:
             record.levelno, record.levelname = logging.WARNING, "WARNING"
         return True

@@ -18,19 +18,9 @@ import psutil
 from django.core.exceptions import ImproperlyConfigured
 
 SECRET_FILE_NAME = "secret_key"
-# The names under which home routers, mDNS and Tailscale name a household's machines: no public
-# DNS answers for them, or only their one owner's (AVM's `fritz.box`, Tailscale's `ts.net`), so
-# a stranger cannot point one at this server (docs/self-hosting.md, "Names": DNS rebinding).
-HOME_DOMAINS = (
-    ".local",  # mDNS: raspberrypi.local
-    ".lan",  # OpenWrt and many routers: nas.lan
-    ".home",  # many ISP routers: nas.home
-    ".home.arpa",  # RFC 8375's, for homes: podsync.home.arpa
-    ".internal",  # set aside for private use by ICANN (2024)
-    ".localdomain",  # what DHCP on many systems appends
-    ".fritz.box",  # AVM's FRITZ!Box routers
-    ".ts.net",  # Tailscale's MagicDNS, answered inside the tailnet only
-)
+# Every name under these ends a home network's own: mDNS (`raspberrypi.local`), the name many
+# routers give (`nas.lan`), and the one RFC 8375 sets aside (`podsync.home.arpa`).
+HOME_DOMAINS = (".local", ".lan", ".home.arpa")
 
 
 class StartError(ImproperlyConfigured):
@@ -180,8 +170,7 @@ def host_name() -> str:
 
 def home_hosts() -> list[str]:
     """ALLOWED_HOSTS with no configuration: loopback, the machine's host name (alone and under
-    `.local`), each of its addresses, and every name under HOME_DOMAINS. Single-label names and
-    private addresses are accepted beside these, whatever ALLOWED_HOSTS says (api.hosts)."""
+    `.local`), each of its addresses, and every name under HOME_DOMAINS."""
     hosts = ["localhost", "127.0.0.1", "[::1]", *HOME_DOMAINS]
     name = host_name()
     if name:

@@ -68,14 +68,12 @@ IN_CONTAINER = environment.in_container()
 LAN_HOSTS = [] if IN_CONTAINER else environment.reachable_hosts(environment.listen_host())
 
 # The home server takes the names a home network reaches it by (its addresses, its host name,
-# the home domains of home.environment, single-label names) with no configuration; anything else
-# names its own. EXTRA_ALLOWED_HOSTS adds names to the defaults, ALLOWED_HOSTS replaces them.
-# PUBLIC_URL's host is always among them, and its origin trusted for the pages' forms.
+# *.local, *.lan, *.home.arpa) with no configuration; anything else names its own. PUBLIC_URL's
+# host is always among them, and its origin trusted for the pages' forms.
 ALLOWED_HOSTS = env.list(
     "ALLOWED_HOSTS",
     default=environment.home_hosts() if HOME_SERVER else ["127.0.0.1", "localhost", "[::1]"],
 )
-ALLOWED_HOSTS += env.list("EXTRA_ALLOWED_HOSTS", default=[])
 if PUBLIC_URL and "ALLOWED_HOSTS" not in env:
     ALLOWED_HOSTS.append(_public.hostname or "")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[PUBLIC_URL] if PUBLIC_URL else [])
