@@ -15,10 +15,25 @@ from pathlib import Path
 import psutil
 from django.core.exceptions import ImproperlyConfigured
 
+# Where the start (home.management.commands.serve) reads it, beside the addresses it names.
+from home.proxies import in_container as in_container
+
 SECRET_FILE_NAME = "secret_key"
-# Every name under these ends a home network's own: mDNS (`raspberrypi.local`), the name many
-# routers give (`nas.lan`), and the one RFC 8375 sets aside (`podsync.home.arpa`).
-HOME_DOMAINS = (".local", ".lan", ".home.arpa")
+# Every name under these is a home network's own, which no stranger can point at an address of
+# their choosing (docs/self-hosting.md, "Names", weighs each against DNS rebinding): mDNS
+# (`raspberrypi.local`); what routers give (`nas.lan`, `nas.home`, `nas.localdomain`, a FRITZ!Box's
+# `nas.fritz.box`); the names RFC 8375 and ICANN set aside for private use (`podsync.home.arpa`,
+# `nas.internal`); Tailscale's MagicDNS names, under each tailnet's own domain of ts.net.
+HOME_DOMAINS = (
+    ".local",
+    ".lan",
+    ".home",
+    ".home.arpa",
+    ".internal",
+    ".localdomain",
+    ".fritz.box",
+    ".ts.net",
+)
 
 
 class StartError(ImproperlyConfigured):
@@ -93,12 +108,6 @@ def lan_addresses() -> list[str]:
                     found.append(ip)
     found.sort(key=lambda ip: (ip.version, int(ip)))
     return [str(ip) for ip in found]
-
-
-def in_container() -> bool:
-    """Whether this runs in the service's image (its Containerfile sets IN_CONTAINER): its
-    addresses and name are then the container's own, which no phone reaches."""
-    return os.environ.get("IN_CONTAINER", "").lower() in ("1", "true", "yes")
 
 
 def host_name() -> str:
