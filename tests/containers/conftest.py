@@ -14,7 +14,8 @@ import pytest
 from tests.containers.podman import ROOT, Podman
 
 # The service's image as the tests build it; compose reads the name from PODSYNC_IMAGE.
-IMAGE = "localhost/podsync:image-test"
+# IMAGE_TEST_TAG names another, so that two checkouts testing at once build apart.
+IMAGE = os.environ.get("IMAGE_TEST_TAG", "localhost/podsync:image-test")
 # No registry here: Debian's PostgreSQL and Redis under the names compose.full.yaml uses by
 # default, built from tests/containers/<folder>/Containerfile. Debian 12's PostgreSQL is 15: the
 # service needs nothing of 17 that 15 lacks.
