@@ -1,6 +1,6 @@
-"""Checks made before any view runs (the proxy headers of an untrusted peer dropped; body limits;
-API requests' hosts, answered with the error object), the answers' Cache-Control, and the admin's
-middleware, which /v1/ requests skip."""
+"""Checks made before any view runs (the proxy headers of an untrusted peer dropped; body limits),
+the answers' Cache-Control, and the admin's middleware, which /v1/ requests skip. The hosts
+answered are api.hosts'."""
 
 import ipaddress
 from collections.abc import Callable
@@ -11,7 +11,6 @@ from django.conf import settings
 from django.contrib.auth import middleware as auth
 from django.contrib.messages import middleware as messages
 from django.contrib.sessions import middleware as sessions
-from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
 from api.errors import BODY_CUT_SHORT, BODY_LATE, body_not_received, error_response
@@ -67,14 +66,6 @@ class TrustedProxiesMiddleware:
             for name in _PROXY_HEADERS:
                 request.META.pop(name, None)
         return self.get_response(request)
-
-
-class ApiMiddleware:
-    """A middleware that tells API requests (API_PATH_PREFIXES, read once) from the others."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
-        self.get_response = get_response
-        self.prefixes = tuple(settings.API_PATH_PREFIXES)
 
 
 # The page that takes an import's history file (web.urls), up to IMPORT_MAX_FILE_BYTES.
@@ -225,21 +216,6 @@ class PrivateAnswersMiddleware:
         if "Cache-Control" not in response:
             response["Cache-Control"] = "private, no-store"
         return response
-
-
-class AllowedHostMiddleware(ApiMiddleware):
-    """Answers 400 with the error object for an API request to a host not in ALLOWED_HOSTS.
-
-    Django would raise DisallowedHost later on, and with DEBUG on answer its HTML debug page.
-    """
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path_info.startswith(self.prefixes):
-            try:
-                request.get_host()
-            except DisallowedHost:
-                return error_response(400, "Bad request: host not allowed")
-        return self.get_response(request)
 
 
 class SecureCookiesOverHttpsMiddleware:

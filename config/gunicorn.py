@@ -7,17 +7,24 @@ service and its floor with exactly these.
 import gc
 import multiprocessing
 import os
+import runpy
 import socket
+from pathlib import Path
 from typing import Any
 
 # Loopback: the proxy in front, on this machine, is the only one to reach the service directly
 # (docs/operations.md, "Behind a proxy"). A proxy on another host or in a container needs
-# another address, and TRUSTED_PROXIES to name the proxy's.
+# another address, and TRUSTED_PROXIES to name the proxy's (the image's default names its
+# network's gateway, where a proxy on the host comes from: home.proxies).
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 # The peers whose X-Forwarded-Proto (and kin) gunicorn believes for the request's scheme: the
 # service's own TRUSTED_PROXIES, so that no other peer makes a request HTTPS through gunicorn
 # either (api.middleware.TrustedProxiesMiddleware). A Unix socket's peer is always believed.
-forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES", "127.0.0.1,::1")
+# Its default read from its file: this one is read before the repository is on sys.path.
+_proxies = runpy.run_path(str(Path(__file__).resolve().parent.parent / "home" / "proxies.py"))
+forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES") or ",".join(
+    _proxies["default_trusted_proxies"]()
+)
 # Only X-Forwarded-Proto, the header the service's proxy blocks set and the service itself reads
 # (SECURE_PROXY_SSL_HEADER): gunicorn also believed X-Forwarded-Ssl and X-Forwarded-Protocol,
 # which a proxy that does not set them passes on from the client as they came.

@@ -17,10 +17,25 @@ from pathlib import Path
 import psutil
 from django.core.exceptions import ImproperlyConfigured
 
+# Where the start (home.management.commands.serve) reads it, beside the addresses it names.
+from home.proxies import in_container as in_container
+
 SECRET_FILE_NAME = "secret_key"
-# Every name under these ends a home network's own: mDNS (`raspberrypi.local`), the name many
-# routers give (`nas.lan`), and the one RFC 8375 sets aside (`podsync.home.arpa`).
-HOME_DOMAINS = (".local", ".lan", ".home.arpa")
+# Every name under these is a home network's own, which no stranger can point at an address of
+# their choosing (docs/self-hosting.md, "Names", weighs each against DNS rebinding): mDNS
+# (`raspberrypi.local`); what routers give (`nas.lan`, `nas.home`, `nas.localdomain`, a FRITZ!Box's
+# `nas.fritz.box`); the names RFC 8375 and ICANN set aside for private use (`podsync.home.arpa`,
+# `nas.internal`); Tailscale's MagicDNS names, under each tailnet's own domain of ts.net.
+HOME_DOMAINS = (
+    ".local",
+    ".lan",
+    ".home",
+    ".home.arpa",
+    ".internal",
+    ".localdomain",
+    ".fritz.box",
+    ".ts.net",
+)
 
 
 class StartError(ImproperlyConfigured):

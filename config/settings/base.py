@@ -15,7 +15,7 @@ import environ
 from kombu import Exchange, Queue
 from whitenoise.compress import Compressor
 
-from home import environment
+from home import environment, proxies
 from home.environment import StartError
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -68,14 +68,18 @@ IN_CONTAINER = environment.in_container()
 LAN_HOSTS = [] if IN_CONTAINER else environment.reachable_hosts(environment.listen_host())
 
 # The home server takes the names a home network reaches it by (its addresses, its host name,
-# *.local, *.lan, *.home.arpa) with no configuration; anything else names its own. PUBLIC_URL's
-# host is always among them, and its origin trusted for the pages' forms.
+# the names under environment.HOME_DOMAINS; any single-label name and local address, api.hosts)
+# with no configuration; anything else names its own. PUBLIC_URL's host is always among them,
+# and its origin trusted for the pages' forms. ALLOWED_HOSTS replaces the defaults;
+# EXTRA_ALLOWED_HOSTS adds to them (or to ALLOWED_HOSTS), in either layout.
 ALLOWED_HOSTS = env.list(
     "ALLOWED_HOSTS",
     default=environment.home_hosts() if HOME_SERVER else ["127.0.0.1", "localhost", "[::1]"],
 )
 if PUBLIC_URL and "ALLOWED_HOSTS" not in env:
     ALLOWED_HOSTS.append(_public.hostname or "")
+EXTRA_ALLOWED_HOSTS = [host.strip().lower() for host in env.list("EXTRA_ALLOWED_HOSTS", default=[])]
+ALLOWED_HOSTS += [host for host in EXTRA_ALLOWED_HOSTS if host and host not in ALLOWED_HOSTS]
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[PUBLIC_URL] if PUBLIC_URL else [])
 # The name the pages and the admin go by (their header and titles).
 SITE_NAME = env.str("SITE_NAME", default="Podcast sync").strip()
@@ -111,8 +115,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # The home server's LAN addresses, and /health from this machine, whatever ALLOWED_HOSTS says.
-    "api.hosts.LocalHostsMiddleware",
+    # The home server's LAN addresses and bare names, and /health from this machine, whatever
+    # ALLOWED_HOSTS says; any other Host refused with a page that names the setting, first.
+    "api.hosts.HostsMiddleware",
     # Kasts' `host//index.php/...` read as `/index.php/...`, before any path is looked at.
     "nextcloud.middleware.DoubledSlashMiddleware",
     # The proxy headers of a peer that is not a trusted proxy dropped, before anything reads them.
@@ -122,7 +127,6 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "api.middleware.PrivateAnswersMiddleware",
-    "api.middleware.AllowedHostMiddleware",
     "api.middleware.BodySizeLimitMiddleware",
     # Secure cookies over HTTPS only: outside every middleware that sets one.
     "api.middleware.SecureCookiesOverHttpsMiddleware",
@@ -322,14 +326,16 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     # Read X-Forwarded-For as this many proxies in front wrote it: throttles key on the address.
-    # 0 ignores it; from a peer not in TRUSTED_PROXIES it is dropped whatever this says.
-    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
+    # 0 ignores it; from a peer not in TRUSTED_PROXIES it is dropped whatever this says. The
+    # image believes a proxy on its host by default (home.proxies), so it reads what that wrote.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=1 if proxies.in_container() else 0),
 }
 # The peers whose X-Forwarded-For and X-Forwarded-Proto are believed, addresses or networks
-# (api.middleware.TrustedProxiesMiddleware): by default a proxy on this machine. From any other
-# peer both are dropped, so a client that reaches the server directly chooses neither the
+# (api.middleware.TrustedProxiesMiddleware): by default a proxy on this machine, and in the image
+# one on its host, which arrives from the container network's gateway (home.proxies). From any
+# other peer both are dropped, so a client that reaches the server directly chooses neither the
 # address the throttles count nor HTTPS. gunicorn trusts the same peers (config/gunicorn.py).
-TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=["127.0.0.1", "::1"])
+TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=proxies.default_trusted_proxies())
 for _proxy in TRUSTED_PROXIES:  # a mistyped one fails at start, as gunicorn's check would
     if _proxy.strip():
         ipaddress.ip_network(_proxy.strip())

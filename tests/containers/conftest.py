@@ -14,7 +14,8 @@ import pytest
 from tests.containers.podman import ROOT, Podman
 
 # The service's image as the tests build it; compose reads the name from PODSYNC_IMAGE.
-IMAGE = "localhost/podsync:image-test"
+# IMAGE_TEST_TAG names another, so that two checkouts testing at once build apart.
+IMAGE = os.environ.get("IMAGE_TEST_TAG", "localhost/podsync:image-test")
 # The same image for arm64 (a Raspberry Pi, an ARM NAS), built and run here through qemu, from
 # the arm64 base that prepare.sh makes: --from stands it for the Containerfile's first FROM,
 # where a registry would give the arm64 one of debian:bookworm-slim's platforms.

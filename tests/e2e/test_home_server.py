@@ -438,3 +438,41 @@ def test_trickled_bodies_do_not_stop_the_home_server(home: HomeServer) -> None:
                 started = time.monotonic()
                 assert client.get(url, timeout=TIMEOUT).status_code == 200
                 assert time.monotonic() - started < 1, url
+
+
+# What routers, mDNS, Tailscale and a container's host call the machine (docs/self-hosting.md,
+# "Names"), and names a stranger could point at it.
+ROUTER_NAMES = [
+    "mynas", "diskstation:5000", "nas.fritz.box", "nas.home", "nas.localdomain", "nas.internal",
+    "nas.lan", "raspberrypi.local", "pi.tail1234.ts.net", "192.168.1.50:8000",
+]  # fmt: skip
+STRANGERS_NAMES = ["evil.example", "nas.lan.evil.example", "8.8.8.8"]
+
+
+def _get(port: int, host: bytes, path: str = "/login/") -> tuple[int, str]:
+    """GET `path` with this Host, byte for byte, as gunicorn receives it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: " + host + b"\r\n"
+                     b"Connection: close\r\n\r\n")  # fmt: skip
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode(errors="replace")
+
+
+def test_the_home_server_answers_every_home_networks_names(home: HomeServer) -> None:
+    if home.process is None or home.process.poll() is not None:
+        home.start()
+    for name in ROUTER_NAMES:
+        assert _get(home.port, name.encode())[0] == 200, name
+    for name in STRANGERS_NAMES:
+        status, page = _get(home.port, name.encode())
+        assert status == 400, name
+        assert f"EXTRA_ALLOWED_HOSTS={name}" in page, page
+    # Unicode, a NUL, markup and a long name: a 400 each, never a 500, nothing echoed as markup.
+    for raw in ("café.example".encode(), b"nas\x00.lan", b"<b>x</b>", b"n" * 7000):
+        status, page = _get(home.port, raw)
+        assert status == 400, raw[:40]
+        assert "<b>x</b>" not in page
+        assert len(page) < 5000
