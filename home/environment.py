@@ -173,12 +173,6 @@ def listen_host() -> str:
     return host.strip("[]") or "0.0.0.0"
 
 
-def in_container() -> bool:
-    """Whether this runs in the service's image (its Containerfile sets IN_CONTAINER): its
-    addresses and name are then the container's own, which no phone reaches."""
-    return os.environ.get("IN_CONTAINER", "").lower() in ("1", "true", "yes")
-
-
 def host_name() -> str:
     return socket.gethostname().strip().lower()
 
