@@ -48,7 +48,7 @@ class FetchError(Exception):
 class ForbiddenAddress(FetchError):
     """The URL leads to an address the fetcher must not connect to (`address`, when known)."""
 
-    def __init__(self, message: str, address: "IPAddress | None" = None) -> None:
+    def __init__(self, message: str, address: IPAddress | None = None) -> None:
         super().__init__(message)
         self.address = address
 

@@ -2,7 +2,6 @@
 reaches, which the address the page itself was opened through is not always."""
 
 import ipaddress
-import socket
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -55,7 +54,7 @@ def _this_machine_only(domain: str, client: str) -> bool:
     try:
         ip = ipaddress.ip_address(name)
     except ValueError:
-        return name == socket.gethostname().strip().lower() and _loopback(client)
+        return name == settings.HOST_NAME and _loopback(client)
     return ip.is_loopback or (
         ip.version == 6 and bool(ip.ipv4_mapped and ip.ipv4_mapped.is_loopback)
     )

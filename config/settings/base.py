@@ -65,6 +65,7 @@ if PUBLIC_URL:  # a mistyped one fails at start, not in an app's login
 # prints them: the Connect page gives the first when it was opened through localhost (docs/web.md,
 # "Connecting an app"). In a container they are the container's own, which no phone reaches.
 IN_CONTAINER = environment.in_container()
+HOST_NAME = environment.host_name()
 LAN_HOSTS = [] if IN_CONTAINER else environment.reachable_hosts(environment.listen_host())
 
 # The home server takes the names a home network reaches it by (its addresses, its host name,

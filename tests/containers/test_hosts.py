@@ -8,23 +8,12 @@ import pytest
 
 from tests.containers.podman import Podman, free_port, wait_until_serving
 from tests.containers.test_image import _name
+from tests.names import HOME_NETWORK_NAMES
 
 pytestmark = [pytest.mark.containers, pytest.mark.e2e]
 
-HOME_NAMES = [
-    "mynas",
-    "diskstation",
-    "nas.fritz.box",
-    "nas.home",
-    "nas.localdomain",
-    "nas.internal",
-    "nas.lan",
-    "raspberrypi.local",
-    "podsync.home.arpa",
-    "pi.tail1234.ts.net",
-    "192.168.178.20",
-    "[fd00::20]",
-]
+# The home network's names, and addresses the container cannot know are the host's.
+HOME_NAMES = [*HOME_NETWORK_NAMES, "192.168.178.20", "[fd00::20]"]
 
 
 def _get(port: int, host: str) -> tuple[int, str]:

@@ -33,6 +33,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.e2e.browser import start_browser
 from tests.e2e.trickle import trickled_head, trickling
+from tests.names import HOME_NETWORK_NAMES
 from tests.servers import ROOT, free_port
 
 pytestmark = pytest.mark.e2e
@@ -442,10 +443,7 @@ def test_trickled_bodies_do_not_stop_the_home_server(home: HomeServer) -> None:
 
 # What routers, mDNS, Tailscale and a container's host call the machine (docs/self-hosting.md,
 # "Names"), and names a stranger could point at it.
-ROUTER_NAMES = [
-    "mynas", "diskstation:5000", "nas.fritz.box", "nas.home", "nas.localdomain", "nas.internal",
-    "nas.lan", "raspberrypi.local", "pi.tail1234.ts.net", "192.168.1.50:8000",
-]  # fmt: skip
+ROUTER_NAMES = [*HOME_NETWORK_NAMES, "diskstation:5000", "192.168.1.50:8000"]
 STRANGERS_NAMES = ["evil.example", "nas.lan.evil.example", "8.8.8.8"]
 
 

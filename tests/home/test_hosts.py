@@ -13,6 +13,7 @@ import pytest
 from django.test import Client
 
 from home import environment
+from tests.names import HOME_NETWORK_NAMES
 from tests.servers import ROOT
 
 
@@ -43,20 +44,8 @@ def test_the_home_server_answers_its_lan_by_address(db: None, home: Any, host: s
     assert response.wsgi_request.get_host() == host
 
 
-# What routers, mDNS, Tailscale and a container's host give a machine as its name.
-ROUTER_NAMES = [
-    "mynas",  # a bare name: a router's DNS, or the host's own name seen from a container
-    "diskstation:5000",
-    "mynas.",  # the same, fully qualified
-    "nas.fritz.box:8000",  # a FRITZ!Box
-    "nas.home",
-    "nas.localdomain",
-    "nas.internal",
-    "nas.lan",
-    "raspberrypi.local",
-    "podsync.home.arpa",
-    "pi.tail1234.ts.net",  # Tailscale's MagicDNS
-]
+# The home network's names, alone, with a port, and fully qualified.
+ROUTER_NAMES = [*HOME_NETWORK_NAMES, "diskstation:5000", "mynas.", "nas.fritz.box:8000"]
 
 
 @pytest.mark.parametrize("host", ROUTER_NAMES)
