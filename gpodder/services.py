@@ -3,7 +3,7 @@ the subscriptions app's own services (docs/gpodder-api.md)."""
 
 import re
 import unicodedata
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -67,12 +67,17 @@ def device_touch(*, user: Any, device_id: str) -> Device:
 
 
 def devices_touch(
-    *, user: Any, device_ids: Collection[str], found: list[Device] | None = None
+    *,
+    user: Any,
+    device_ids: Collection[str],
+    found: list[Device] | None = None,
+    captions: Mapping[str, str] | None = None,
 ) -> dict[str, Device]:
     """device_touch for several devices at once (the ones an upload's episode actions name), in
     as many queries as for one; the ids must be valid. New devices are made all or none: none
     when they would take the user past MAX_DEVICES (InvalidInput naming it). `found`: those of
-    them read already (device_beside), which are not read again."""
+    them read already (device_beside), which are not read again. `captions`: what a device made
+    now is called, by id (never a caption the person gave one since)."""
     if not device_ids:
         return {}
     now = clock.now()
@@ -81,7 +86,9 @@ def devices_touch(
     devices = {device.device_id: device for device in found}
     missing = [device_id for device_id in device_ids if device_id not in devices]
     if missing:
-        devices.update(_devices_create(user=user, device_ids=missing, now=now))
+        devices.update(
+            _devices_create(user=user, device_ids=missing, now=now, captions=captions or {})
+        )
     stale = [d.pk for d in devices.values() if d.last_used < now - LAST_USE_PRECISION]
     if stale:
         with unflushed():
@@ -131,7 +138,9 @@ def device_of(row: tuple[Any, ...] | None) -> list[Device]:
     return [Device.from_db(None, _DEVICE_FIELDS, row[: len(_DEVICE_FIELDS)])]
 
 
-def _devices_create(*, user: Any, device_ids: list[str], now: datetime) -> dict[str, Device]:
+def _devices_create(
+    *, user: Any, device_ids: list[str], now: datetime, captions: Mapping[str, str]
+) -> dict[str, Device]:
     """Make the user's devices `device_ids`, unless the user would then have more than
     MAX_DEVICES. Counted under the lock of the user's row, so that two requests at the limit
     cannot both add one; in a statement after the lock's, since one that waited for the lock
@@ -153,7 +162,13 @@ def _devices_create(*, user: Any, device_ids: list[str], now: datetime) -> dict[
         # Made meanwhile by another first request of the same device: the database keeps one.
         created = Device.objects.bulk_create(
             [
-                Device(user=user, device_id=device_id, created=now, last_used=now)
+                Device(
+                    user=user,
+                    device_id=device_id,
+                    caption=captions.get(device_id, ""),
+                    created=now,
+                    last_used=now,
+                )
                 for device_id in device_ids
             ],
             update_conflicts=True,

@@ -42,16 +42,29 @@ def device_id_for(name: str) -> str:
     return f"{kept}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
+def device_caption_for(name: str) -> str:
+    """The caption a device made for the app password named `name` starts with: the name as the
+    person reads it on the account page ("AntennaPod/3.7.0"), where the device's id had to
+    change it ("AntennaPod-3.7.0-daef18d8"); none when the id is the name."""
+    return "" if device_id_for(name) == name else name
+
+
+@dataclass(frozen=True)
+class AppDevice:
+    device_id: str
+    caption: str
+
+
 class _AppDeviceIds:
-    """App password id -> its device id, remembered by the process: an app password is never
+    """App password id -> its device, remembered by the process: an app password is never
     renamed, and its id never given to another (a revoked one is refused by authentication
     before this is asked)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._known: LRUCache[int, str] = LRUCache(maxsize=10_000)
+        self._known: LRUCache[int, AppDevice] = LRUCache(maxsize=10_000)
 
-    def get(self, app_password_id: int) -> str:
+    def get(self, app_password_id: int) -> AppDevice:
         with self._lock:
             known = self._known.get(app_password_id)
         if known is not None:
@@ -59,10 +72,10 @@ class _AppDeviceIds:
         name = AppPassword.objects.filter(pk=app_password_id).values_list("name", flat=True).first()
         if name is None:  # revoked since the request was authenticated
             raise NotAuthorized()
-        device_id = device_id_for(name)
+        device = AppDevice(device_id_for(name), device_caption_for(name))
         with self._lock:
-            self._known[app_password_id] = device_id
-        return device_id
+            self._known[app_password_id] = device
+        return device
 
     def clear(self) -> None:
         with self._lock:
@@ -75,13 +88,19 @@ app_device_ids = _AppDeviceIds()
 def request_device_id(*, app_password_id: int | None) -> str:
     """The device id of a request: one device per app password, named after it; one
     `nextcloud` for the account's own password."""
-    return ACCOUNT_DEVICE if app_password_id is None else app_device_ids.get(app_password_id)
+    if app_password_id is None:
+        return ACCOUNT_DEVICE
+    return app_device_ids.get(app_password_id).device_id
 
 
 def request_device(*, user: Any, app_password_id: int | None) -> Device:
-    """The device of a request, made on first use within MAX_DEVICES (InvalidInput past it)."""
-    device_id = request_device_id(app_password_id=app_password_id)
-    return devices_touch(user=user, device_ids=[device_id])[device_id]
+    """The device of a request, made on first use within MAX_DEVICES (InvalidInput past it),
+    with its app password's name for a caption."""
+    if app_password_id is None:
+        return devices_touch(user=user, device_ids=[ACCOUNT_DEVICE])[ACCOUNT_DEVICE]
+    app = app_device_ids.get(app_password_id)
+    captions = {app.device_id: app.caption} if app.caption else None
+    return devices_touch(user=user, device_ids=[app.device_id], captions=captions)[app.device_id]
 
 
 _READ = ActionsRead._meta.db_table

@@ -258,8 +258,13 @@ def test_a_private_address_is_added_and_the_page_says_it_is_never_fetched(
     response = add(page, url)
     assert Subscription.objects.get(user=person).feed_url == url
     told = messages_of(response)
+    assert told.count("<li") == 1, told  # one message, not a promise beside a refusal
     assert "Added" in told
     assert "private or local network: the server does not fetch feeds there" in told
+    assert "FEED_FETCH_ALLOWED_NETWORKS" in told
+    assert "show once the server has read it" not in told
+    # Nothing to wait for: the list does not fetch itself again for a title.
+    assert response.redirect_chain[-1][0] == "/podcasts/"
 
 
 def test_a_public_address_or_one_the_checks_may_fetch_has_no_warning(

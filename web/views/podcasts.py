@@ -88,7 +88,8 @@ def podcast_add(request: HttpRequest) -> HttpResponse:
             form_errors(form, exc)
         else:
             _tell_added(request, added, sent=form.cleaned_data["url"])
-            if added.before == services.SUBSCRIBED:
+            # A feed never fetched has no title to wait for.
+            if added.before == services.SUBSCRIBED or added.unfetchable:
                 return redirect("web:podcasts")
             return redirect(f"{reverse('web:podcasts')}?added={added.subscription.guid}")
     return _podcasts_page(request, add_form=form, status=400)
@@ -104,7 +105,8 @@ def _tell_added(request: HttpRequest, added: services.PodcastAdded, *, sent: str
         messages.info(request, format_html("You already follow this podcast: {}.", link))
         return
     if added.before == services.NEW:
-        later = "" if added.title else " Its title and artwork show once the server has read it."
+        waits = not (added.title or added.unfetchable)
+        later = " Its title and artwork show once the server has read it." if waits else ""
         told = format_html("Added {}{}.{}", link, read_as, later)
     elif added.before == services.DELETED:
         told = format_html(
@@ -121,13 +123,20 @@ def _tell_added(request: HttpRequest, added: services.PodcastAdded, *, sent: str
         )
     else:
         told = format_html("Subscribed again to {}{}.", link, read_as)
-    messages.success(request, told)
-    if added.unfetchable:
-        messages.warning(
-            request,
-            "This address is on a private or local network: the server does not fetch feeds "
-            "there, so its title and artwork will not show. Your apps can still sync it.",
-        )
+    if not added.unfetchable:
+        messages.success(request, told)
+        return
+    # One message: "shows once the server has read it" beside "will not show" contradicted.
+    messages.warning(
+        request,
+        format_html(
+            "{} This address is on a private or local network: the server does not fetch feeds "
+            "there, so its title and artwork will not show. Your apps can still sync it. (The "
+            "person who runs the server can let it fetch there with "
+            "FEED_FETCH_ALLOWED_NETWORKS.)",
+            told,
+        ),
+    )
 
 
 @require_GET
