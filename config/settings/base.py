@@ -15,6 +15,7 @@ import environ
 from kombu import Exchange, Queue
 from whitenoise.compress import Compressor
 
+from core.db import sqlite
 from home import environment, proxies
 from home.environment import StartError
 
@@ -193,6 +194,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # transactions); the advisory locks are per transaction already.
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = POOLED_BY_TRANSACTION
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    sqlite.postgres_fields_refused()
     # Take the write lock at BEGIN so concurrent writers queue instead of failing mid-transaction,
     # for up to 20 s (the busy timeout). WAL lets reads go on beside the writer; synchronous=FULL
     # makes each commit durable before it is answered, through a power cut on an SD card too.

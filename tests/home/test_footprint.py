@@ -16,7 +16,16 @@ ROOT = Path(__file__).resolve().parents[2]
 # a process and 0.3 s of every command. feedparser: only by the child that reads a feed
 # (feedchecks.reader). cryptography: only to seal an import's password for a broker
 # (imports.sealed).
-NOT_IN_THE_WEB_PROCESS = ("redis", "kombu.transport.redis", "feedparser", "cryptography")
+# psycopg: only on PostgreSQL, though DRF imports django.contrib.postgres's fields, and with them
+# psycopg, wherever it can (core.db.sqlite), 11 MB of the worker.
+NOT_IN_THE_WEB_PROCESS = (
+    "redis",
+    "kombu.transport.redis",
+    "feedparser",
+    "cryptography",
+    "psycopg",
+    "django.contrib.postgres.fields",
+)
 
 # A process as the home server's worker is after its start and a command after its checks:
 # Django set up, the WSGI app made, every URL pattern resolved, `manage.py check` run.
@@ -30,7 +39,7 @@ from django.urls import get_resolver
 import config.wsgi
 get_resolver().url_patterns
 call_command("check")
-print(json.dumps(sorted(sys.modules)))
+print(json.dumps(sorted(name for name, module in sys.modules.items() if module)))
 """
 
 
@@ -47,10 +56,23 @@ def loaded_modules(data: Path, **env: str) -> set[str]:
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
-def test_the_home_layout_loads_no_redis_client_feed_parser_or_cryptography(tmp_path: Path) -> None:
+def test_the_home_layout_loads_no_redis_client_feed_parser_cryptography_or_psycopg(
+    tmp_path: Path,
+) -> None:
     loaded = loaded_modules(tmp_path / "data")
     assert "django.contrib.admin" in loaded  # the process did load the app
     assert sorted(loaded.intersection(NOT_IN_THE_WEB_PROCESS)) == []
+
+
+def test_on_postgresql_drf_has_its_postgres_fields(tmp_path: Path) -> None:
+    """The other side: only SQLite refuses them; nothing connects to this address."""
+    loaded = loaded_modules(
+        tmp_path / "data",
+        DATABASE_URL="postgres://nobody@127.0.0.1:1/none",
+        SECRET_KEY="x" * 50,
+        DEBUG="true",
+    )
+    assert {"psycopg", "django.contrib.postgres.fields"} <= loaded
 
 
 def test_a_health_check_with_redis_named_loads_it(tmp_path: Path) -> None:
