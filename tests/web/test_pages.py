@@ -366,34 +366,6 @@ def test_history_shows_the_latest_of_each_episode_by_podcast(page: Client, perso
     assert "https://elsewhere.example/x.xml" in body  # no subscription: its URL
 
 
-def test_history_is_a_constant_number_of_queries(
-    page: Client, person: Any, django_assert_max_num_queries: Any
-) -> None:
-    page.get("/history/")
-    subscribe(person, "https://a.example/0.xml")
-    upload_actions(
-        person, [{"podcast": "https://a.example/0.xml", "episode": "https://e/0", "action": "new"}]
-    )
-    with django_assert_max_num_queries(10) as few:
-        page.get("/history/")
-    for n in range(1, 40):
-        subscribe(person, f"https://a.example/{n}.xml")
-    upload_actions(
-        person,
-        [
-            {
-                "podcast": f"https://a.example/{n % 40}.xml",
-                "episode": f"https://e/{n}",
-                "action": "new",
-                "device": f"d{n % 3}",
-            }
-            for n in range(600)
-        ],
-    )
-    with django_assert_max_num_queries(len(few.captured_queries)):
-        page.get("/history/")
-
-
 def test_every_page_is_a_constant_number_of_queries(
     page: Client, person: Any, django_assert_max_num_queries: Any
 ) -> None:
