@@ -409,6 +409,21 @@ def test_every_page_names_the_server_version_in_its_footer(page: Client, path: s
     assert version.VERSION != version.UNKNOWN
 
 
+@pytest.mark.parametrize("path", ["/login/", "/podcasts/", "/history/", "/connect/"])
+def test_the_footer_is_short_and_leads_to_connect_and_the_api_documentation(
+    page: Client, path: str
+) -> None:
+    """The APIs' paths are on the Connect page (and in docs/), not under every page."""
+    client = page if path != "/login/" else Client()
+    body = client.get(path).content.decode()
+    footer = body[body.index('<footer class="bottom">') : body.index("</footer>")]
+    assert re.findall(r'href="([^"]+)"', footer) == ["/connect/", "/v1/docs/"]
+    assert "Connect an app" in footer
+    assert "API documentation" in footer
+    for path_named in ("/api/2/", "gpoddersync", "<code>"):
+        assert path_named not in footer
+
+
 def test_a_page_write_racing_a_deactivation_signs_out_instead_of_failing(
     page: Client, person: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
