@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from api.middleware import IMPORT_FILE_PATH
-from web.views import account, connect, data, devices, feeds, podcasts, signing
+from web.views import account, connect, data, devices, feeds, podcasts, signing, site
 
 app_name = "web"
 DEVICE_ID = r"[A-Za-z0-9_.\-]{1,64}"
@@ -54,4 +54,5 @@ urlpatterns = [
     path("account/delete/", account.account_delete, name="account-delete"),
     path("account/deleted/<uuid:key>/", account.account_deletion, name="account-deletion"),
     path("connect/", connect.connect, name="connect"),
+    path("favicon.ico", site.favicon, name="favicon"),
 ]

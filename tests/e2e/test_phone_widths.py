@@ -187,6 +187,7 @@ NOT_PAGES = {
     "password",
     "app-password-create",
     "podcast-check",
+    "favicon",  # the site's icon, which browsers ask for at /favicon.ico
 }
 # The pages of PAGES, by the route they open.
 LISTED = {
