@@ -10,15 +10,7 @@ from typing import Any, NamedTuple
 import orjson
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import (
-    F,
-    Max,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-    Value,
-)
+from django.db.models import F, Max, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Lower, NullIf
 
@@ -268,10 +260,11 @@ def podcast_detail(*, user: Any, guid: uuid.UUID, page: Any) -> PodcastDetail:
 
 def _history_of(*, user: Any, keys: Collection[str], page: Any) -> Page[EpisodeAction]:
     """One page of the latest action on each episode of one podcast (its feed URLs' `keys`)."""
+    # Every one of the keys is this one podcast: an episode under two of them is one episode.
     played = _each_episode_once(
-        _latest_of_each_episode(user=user, keys=keys), dict.fromkeys(keys, "this")
+        _latest_of_each_episode(user=user, keys=keys), dict.fromkeys(keys, "podcast")
     )
-    found: Any = Paginator(played.get("this", []), PODCAST_HISTORY_PER_PAGE).get_page(page)
+    found: Any = Paginator(played.get("podcast", []), PODCAST_HISTORY_PER_PAGE).get_page(page)
     found.object_list = _actions_shown(list(found.object_list))
     return found
 
