@@ -16,6 +16,7 @@ _SECTIONS = {
     "device": "devices",
     "device-remove": "devices",
     "history": "history",
+    "history-feed": "history",
     "data": "data",
     "import": "data",
     "account-delete": "data",

@@ -2,13 +2,15 @@
 each page in a constant number of queries however much they have (docs/web.md, "Speed")."""
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 import orjson
 from django.core.paginator import Page, Paginator
-from django.db.models import F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db import connection
+from django.db.models import F, Max, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Lower, NullIf
 
@@ -40,10 +42,13 @@ from subscriptions.selectors import (
 
 PODCASTS_PER_PAGE = 50
 DEVICES_PER_PAGE = 50
-# The history page reads this many of the latest actions, and shows the latest of each episode.
-HISTORY_ACTIONS = 500
+# The history page lists this many podcasts a page, the one played last first, each with this
+# many of its latest episodes; all of them are on the podcast's own page, this many a page.
+HISTORY_PODCASTS_PER_PAGE = 10
 HISTORY_EPISODES_PER_PODCAST = 10
-# A podcast's page lists this many of its newest episodes, with what was played where.
+PODCAST_HISTORY_PER_PAGE = 20
+# A podcast's page also lists this many of the newest episodes in its feed, played or not, with
+# what was played where...
 PODCAST_EPISODES = 20
 # ... read from at most this many of the latest actions on them.
 PODCAST_EPISODE_ACTIONS = 500
@@ -54,16 +59,81 @@ COUNTED_AT_MOST = 1_000
 _ACTIONS = EpisodeAction._meta.db_table
 
 
-def _with_episodes(actions: QuerySet[EpisodeAction]) -> list[EpisodeAction]:
-    """`actions`, each with `catalogued`: its episode in the feed's catalogue (None when the
-    feed check has nothing for it), in two queries however many there are."""
-    found: list[EpisodeAction] = list(
-        actions.annotate(catalogued_id=RawSQL(episode_match_sql(_ACTIONS), []))
+class _Latest(NamedTuple):
+    """The latest action on an episode under one of its podcast's feed URLs and one guid."""
+
+    id: int
+    podcast_key: str
+    named: str  # the episode's URL key (its URL, for an action stored before keys were)
+    catalogued: int | None  # its entry in the feed's catalogue
+
+    @property
+    def episode(self) -> Hashable:
+        """What makes it one episode: its catalogue entry, whichever URL or guid named it,
+        else its URL, in any spelling."""
+        return ("catalogued", self.catalogued) if self.catalogued is not None else self.named
+
+
+# The latest action on each episode that the podcast feed URLs (their keys) have actions on, the
+# latest first: one row a feed URL, guid and episode URL (the same episode under two of them
+# comes twice, and _each_episode_once makes it one), with the episode it finds in the catalogue.
+# Matched after the window has kept one row of each, so that an episode played a thousand times
+# is looked up once; and only ids are read, the few shown whole afterwards (_actions_shown).
+_LATEST_OF_EACH_EPISODE = """
+SELECT g.id, g.podcast_key, g.named, ({match}) FROM (
+    SELECT a.id, a.user_id, a.podcast_key, a.guid, a.episode_key, a.timestamp,
+        COALESCE(NULLIF(a.episode_key, ''), a.episode) AS named,
+        ROW_NUMBER() OVER (
+            PARTITION BY a.podcast_key, a.guid, COALESCE(NULLIF(a.episode_key, ''), a.episode)
+            ORDER BY a.timestamp DESC, a.id DESC
+        ) AS latest
+    FROM {actions} a
+    WHERE a.user_id = %s AND a.podcast_key IN ({keys})
+) g
+WHERE g.latest = 1
+ORDER BY g.timestamp DESC, g.id DESC
+"""
+
+
+def _latest_of_each_episode(*, user: Any, keys: Collection[str]) -> list[_Latest]:
+    if not keys:
+        return []
+    query = _LATEST_OF_EACH_EPISODE.format(
+        match=episode_match_sql("g"), actions=_ACTIONS, keys=", ".join(["%s"] * len(keys))
     )
-    episodes = episodes_by_id([getattr(action, "catalogued_id") for action in found])  # noqa: B009
-    for action in found:
-        action.catalogued = episodes.get(action.catalogued_id)  # type: ignore[attr-defined]
-    return found
+    with connection.cursor() as cursor:
+        cursor.execute(query, [user.pk, *keys])
+        return [_Latest(*row) for row in cursor.fetchall()]
+
+
+def _each_episode_once(
+    latest: list[_Latest], podcast_of: dict[str, Hashable]
+) -> dict[Hashable, list[_Latest]]:
+    """`latest` (the latest first) by podcast, which `podcast_of` their feed URL's key (else
+    ("feed", the key)); each episode (_Latest.episode) once, by its latest action."""
+    podcasts: dict[Hashable, list[_Latest]] = {}
+    seen: set[tuple[Hashable, Hashable]] = set()
+    for action in latest:
+        podcast = podcast_of.get(action.podcast_key, ("feed", action.podcast_key))
+        if (podcast, action.episode) not in seen:
+            seen.add((podcast, action.episode))
+            podcasts.setdefault(podcast, []).append(action)
+    return podcasts
+
+
+def _actions_shown(latest: list[_Latest]) -> list[EpisodeAction]:
+    """The actions `latest`, whole, each with its device and `catalogued`: its episode in the
+    feed's catalogue (None when the feed check has nothing for it); in two queries."""
+    found = EpisodeAction.objects.select_related("device").in_bulk([one.id for one in latest])
+    episodes = episodes_by_id([one.catalogued for one in latest])
+    shown = []
+    for one in latest:
+        action = found.get(one.id)
+        if action is not None:  # unless it was deleted since
+            catalogued = episodes.get(one.catalogued) if one.catalogued is not None else None
+            action.catalogued = catalogued  # type: ignore[attr-defined]
+            shown.append(action)
+    return shown
 
 
 def _shown(subscriptions: QuerySet[Subscription]) -> QuerySet[Subscription]:
@@ -151,7 +221,7 @@ class PodcastDetail:
     guids: list[SubscriptionGuid]
     feeds: list[SubscriptionFeed]
     deletions: list[Deletion]
-    actions: list[EpisodeAction]
+    history: Page[EpisodeAction]
     episodes: list["EpisodePlayed"] = field(default_factory=list)
 
 
@@ -163,9 +233,11 @@ class EpisodePlayed:
     actions: list[EpisodeAction] = field(default_factory=list)
 
 
-def podcast_detail(*, user: Any, guid: uuid.UUID) -> PodcastDetail:
+def podcast_detail(*, user: Any, guid: uuid.UUID, page: Any) -> PodcastDetail:
     """The user's subscription that has or had `guid`, with its histories, its latest
-    deletions and the latest episode actions on it. Another user's is not found."""
+    deletions, the newest episodes of its feed, and one page of its listening history: the
+    latest action on each episode any of its feed URLs has actions on, the one played last
+    first. Another user's is not found."""
     mine = _shown(Subscription.objects.filter(user=user, guid_history__guid=guid))
     found = _with_feed_health(mine.order_by("pk")[:1])
     if not found:
@@ -176,15 +248,25 @@ def podcast_detail(*, user: Any, guid: uuid.UUID) -> PodcastDetail:
     on_podcast = EpisodeAction.objects.filter(user=user, podcast_key__in=keys).select_related(
         "device"
     )
-    actions = on_podcast.order_by("-timestamp", "-id")[: HISTORY_EPISODES_PER_PODCAST * 2]
     return PodcastDetail(
         subscription=sub,
         guids=list(SubscriptionGuid.objects.filter(subscription=sub).order_by("assigned", "id")),
         feeds=feeds,
         deletions=list(Deletion.objects.filter(subscription=sub).order_by("-requested")[:5]),
-        actions=_with_episodes(actions),
+        history=_history_of(user=user, keys=keys, page=page),
         episodes=_episodes_played(keys=keys, on_podcast=on_podcast),
     )
+
+
+def _history_of(*, user: Any, keys: Collection[str], page: Any) -> Page[EpisodeAction]:
+    """One page of the latest action on each episode of one podcast (its feed URLs' `keys`)."""
+    # Every one of the keys is this one podcast: an episode under two of them is one episode.
+    played = _each_episode_once(
+        _latest_of_each_episode(user=user, keys=keys), dict.fromkeys(keys, "podcast")
+    )
+    found: Any = Paginator(played.get("podcast", []), PODCAST_HISTORY_PER_PAGE).get_page(page)
+    found.object_list = _actions_shown(list(found.object_list))
+    return found
 
 
 def _episodes_played(
@@ -286,53 +368,117 @@ def app_password_to_revoke(*, user: Any, app_password_id: int) -> AppPasswordToR
 
 @dataclass
 class PodcastHistory:
-    """A podcast's latest actions, the latest of each episode first."""
+    """A podcast in the listening history: how many of its episodes have an action, and the
+    latest action on each of the latest HISTORY_EPISODES_PER_PODCAST of them."""
 
-    podcast: str
+    podcast: str  # its feed URL, as the latest action named it
+    key: str  # that URL's key, which names the history of a podcast without a subscription
     subscription: Subscription | None
+    episodes: int = 0
     actions: list[EpisodeAction] = field(default_factory=list)
 
+    @property
+    def more(self) -> int:
+        """The episodes with an action not shown here, but on the podcast's own page."""
+        return self.episodes - len(self.actions)
 
-def history(*, user: Any) -> list[PodcastHistory]:
-    """The latest action of each recent episode, by podcast, the podcast played last first;
-    each named from its feed's catalogue when the feed check has it."""
-    recent = _with_episodes(
-        EpisodeAction.objects.filter(user=user)
-        .select_related("device")
-        .order_by("-timestamp", "-id")[:HISTORY_ACTIONS]
-    )
-    # A podcast is its subscription (whichever of its feed URLs an action names), else its URL;
-    # an episode is its catalogue entry (whichever URL or guid named it), else its URL.
-    keys = {action.podcast_key for action in recent}
-    owners = dict(
-        SubscriptionFeed.objects.filter(user=user, key_digest__in=keys).values_list(
+
+@dataclass
+class _Played:
+    """A podcast the user has actions on: the feed URL keys they name it by, and its latest
+    action's timestamp (with the highest id, so that two at the same time keep one order)."""
+
+    latest: tuple[datetime, int]
+    keys: list[str] = field(default_factory=list)
+
+
+def history_page(*, user: Any, page: Any) -> Page[PodcastHistory]:
+    """One page of the user's listening history, by podcast, the podcast played last first;
+    for each, how many episodes it has with an action, and the latest action on each of the
+    latest, named from its feed's catalogue when the feed check has it. In a constant number of
+    queries however long the history: the podcasts are read grouped, and only the page's
+    podcasts' actions are read whole."""
+    # A podcast is its subscription (whichever of its feed URLs an action names), else its URL.
+    podcast_of: dict[str, Hashable] = {
+        key: ("subscription", owner)
+        for key, owner in SubscriptionFeed.objects.filter(user=user).values_list(
             "key_digest", "subscription_id"
         )
-        if keys
-        else []
-    )
-    podcasts: dict[tuple[str, Any], PodcastHistory] = {}
-    seen: set[tuple[tuple[str, Any], Any]] = set()
-    for action in recent:
-        owner = owners.get(action.podcast_key)
-        podcast = ("subscription", owner) if owner else ("feed", action.podcast_key)
-        catalogued = getattr(action, "catalogued", None)
-        episode = catalogued.pk if catalogued is not None else action.episode
-        if (podcast, episode) in seen:
-            continue
-        seen.add((podcast, episode))
-        shown = podcasts.setdefault(
-            podcast, PodcastHistory(podcast=action.podcast, subscription=None)
+    }
+    played: dict[Hashable, _Played] = {}
+    for key, timestamp, last in (
+        EpisodeAction.objects.filter(user=user)
+        .values("podcast_key")
+        .annotate(timestamp=Max("timestamp"), last=Max("id"))
+        .values_list("podcast_key", "timestamp", "last")
+        .order_by()
+    ):
+        shown = played.setdefault(podcast_of.get(key, ("feed", key)), _Played((timestamp, last)))
+        shown.keys.append(key)
+        shown.latest = max(shown.latest, (timestamp, last))
+    ordered = sorted(played.items(), key=lambda item: item[1].latest, reverse=True)
+    found: Any = Paginator(ordered, HISTORY_PODCASTS_PER_PAGE).get_page(page)
+    keys = [key for _, shown in found.object_list for key in shown.keys]
+    episodes = _each_episode_once(_latest_of_each_episode(user=user, keys=keys), podcast_of)
+    subscriptions = {
+        sub.pk: sub
+        for sub in _shown(
+            Subscription.objects.filter(
+                pk__in=[owner for (kind, owner), _ in found.object_list if kind == "subscription"]
+            )
         )
-        if len(shown.actions) < HISTORY_EPISODES_PER_PODCAST:
-            shown.actions.append(action)
-    if owners:
-        subscriptions = _shown(Subscription.objects.filter(pk__in=set(owners.values())))
-        by_id = {sub.pk: sub for sub in subscriptions}
-        for (kind, owner), shown in podcasts.items():
-            if kind == "subscription":
-                shown.subscription = by_id.get(owner)
-    return list(podcasts.values())
+    }
+    latest = [episodes.get(podcast, []) for podcast, _ in found.object_list]
+    whole = {
+        action.pk: action
+        for action in _actions_shown(
+            [one for each in latest for one in each[:HISTORY_EPISODES_PER_PODCAST]]
+        )
+    }
+    podcasts = []
+    for ((kind, owner), _), each in zip(found.object_list, latest, strict=True):
+        actions = [whole[one.id] for one in each[:HISTORY_EPISODES_PER_PODCAST] if one.id in whole]
+        if not actions:  # its actions were deleted since they were counted
+            continue
+        podcasts.append(
+            PodcastHistory(
+                podcast=actions[0].podcast,
+                key=actions[0].podcast_key,
+                subscription=subscriptions.get(owner) if kind == "subscription" else None,
+                episodes=len(each),
+                actions=actions,
+            )
+        )
+    found.object_list = podcasts
+    return found
+
+
+@dataclass
+class FeedHistory:
+    """The listening history of a podcast the user has actions on and no subscription to, named
+    by its feed URL's key: one page of the latest action on each of its episodes. Or the
+    subscription that has that URL, whose own page shows it."""
+
+    podcast: str
+    key: str
+    history: Page[EpisodeAction] | None = None
+    subscription: Subscription | None = None
+
+
+def feed_history(*, user: Any, key: str, page: Any) -> FeedHistory:
+    """The history of the podcast whose feed URL has the key `key`, in four queries. A key the
+    user has no action on (another user's podcast too) is not found."""
+    owned = (
+        SubscriptionFeed.objects.filter(user=user, key_digest=key)
+        .select_related("subscription")
+        .first()
+    )
+    if owned is not None:
+        return FeedHistory(podcast=owned.url, key=key, subscription=owned.subscription)
+    history = _history_of(user=user, keys=[key], page=page)
+    if not history.object_list:
+        raise NotFound()
+    return FeedHistory(podcast=history.object_list[0].podcast, key=key, history=history)
 
 
 def _when(value: Any) -> str | None:

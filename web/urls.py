@@ -3,10 +3,13 @@
 from django.urls import path, re_path
 
 from api.middleware import IMPORT_FILE_PATH
-from web.views import account, connect, data, devices, feeds, podcasts, signing
+from web.views import account, connect, data, devices, feeds, podcasts, signing, site
 
 app_name = "web"
 DEVICE_ID = r"[A-Za-z0-9_.\-]{1,64}"
+# A podcast without a subscription is named by its feed URL's key (subscriptions.feeds): any
+# other string is a 404, never a query.
+FEED_KEY = r"[0-9a-f]{64}"
 
 urlpatterns = [
     path("", signing.home, name="home"),
@@ -32,6 +35,7 @@ urlpatterns = [
         name="device-remove",
     ),
     path("history/", data.history, name="history"),
+    re_path(rf"^history/feeds/(?P<key>{FEED_KEY})/$", data.feed_history, name="history-feed"),
     path("data/", data.data, name="data"),
     path("data/import/", data.opml_import, name="import"),
     path(IMPORT_FILE_PATH.lstrip("/"), data.history_file_import, name="import-file"),
@@ -50,4 +54,5 @@ urlpatterns = [
     path("account/delete/", account.account_delete, name="account-delete"),
     path("account/deleted/<uuid:key>/", account.account_deletion, name="account-deletion"),
     path("connect/", connect.connect, name="connect"),
+    path("favicon.ico", site.favicon, name="favicon"),
 ]

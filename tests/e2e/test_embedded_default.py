@@ -368,7 +368,7 @@ def test_the_embedded_default_names_played_episodes_from_the_feed(service):
     assert f"{broken} lost-episode.mp3 Played to 0:30 on laptop" in lost
     # The podcast's page lists the feed's episodes, newest first, with what was played.
     podcast = text(read(f"/podcasts/{guid}/"))
-    episodes = podcast[podcast.index("Episodes") : podcast.index("Recent activity")]
+    episodes = podcast[podcast.index("Episodes") : podcast.index("Listening history")]
     assert re.search(
         r"Embedded episode 3 <b> 2024-05-03 not played"
         r".*Embedded episode 2 <b> 2024-05-02 Downloaded on laptop"

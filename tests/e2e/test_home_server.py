@@ -264,6 +264,15 @@ def test_the_home_server_syncs_restarts_and_keeps_everything(home: HomeServer) -
     health = requests.get(f"{home.url}/health", timeout=TIMEOUT).json()
     assert health["sqlite"] == {"journal_mode": "wal", "synchronous": 2, "busy_timeout": 20000}
 
+    # The site's icon, where browsers ask for it and where the pages link it (collected).
+    icon = requests.get(f"{home.url}/favicon.ico", timeout=TIMEOUT)
+    assert icon.status_code == 200
+    assert icon.content[:4] == b"\x00\x00\x01\x00"
+    signing_in = requests.get(f"{home.url}/login/", timeout=TIMEOUT).text
+    linked = re.search(r'<link rel="icon" href="([^"]+\.ico)"', signing_in)
+    assert linked is not None, signing_in
+    assert requests.get(home.url + linked[1], timeout=TIMEOUT).content == icon.content
+
     # mygpoclient, as gPodder runs it, over plain HTTP by the LAN name.
     client = api.MygPodderClient("admin", password, root_url=home.url)
     assert client.update_device_settings("laptop", caption="gPodder", type="laptop") is True

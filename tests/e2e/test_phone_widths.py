@@ -38,6 +38,7 @@ from gpodder import services as gpodder
 from imports.models import Import
 from nextcloud import flows
 from subscriptions import services as subscriptions
+from subscriptions.feeds import feed_key_digest
 from subscriptions.services import AddEntry, SubscriptionUpdate
 from tests.e2e.browser import (
     accessibility_violations,
@@ -68,6 +69,7 @@ EPISODE = "Ünïcödé Folge {n}: Über Schifffahrtsgesellschaftskapitänsmütze
 LONG_URL = "https://feeds.example/" + "a-very-long-path-segment/" * 81
 LONG_URL += "x" * (2048 - len(LONG_URL))
 LONG_EPISODE_URL = "https://media.example/" + "e" * 1900 + ".mp3"
+NEVER_SUBSCRIBED = "https://elsewhere.example/" + "ein-sehr-langer-pfad/" * 40 + "feed.xml"
 DEVICES = 60
 MADE = itertools.count(1)
 
@@ -77,6 +79,7 @@ class Site:
     """What the pages show: made through the services, as apps and people make it."""
 
     titled: uuid.UUID  # a podcast with a long Unicode title, episodes, actions, a URL history
+    never_subscribed: str  # the feed key of a podcast played and never subscribed to
     long: uuid.UUID  # a podcast known by its 2,048-character URL
     device: str
     deletion: int
@@ -151,6 +154,9 @@ PAGES = [
     Page("devices-page-2", lambda s: "/devices/?page=2"),
     Page("device", lambda s: f"/devices/{s.device}/"),
     Page("history", lambda s: "/history/"),
+    Page("history-page-2", lambda s: "/history/?page=2"),
+    Page("history-feed", lambda s: f"/history/feeds/{s.never_subscribed}/"),
+    Page("podcast-history-page-2", lambda s: f"/podcasts/{s.titled}/?page=2"),
     Page("data", lambda s: "/data/"),
     Page("data-imported", lambda s: "/data/", then=import_with_failures),
     Page("account", lambda s: "/account/"),
@@ -181,6 +187,7 @@ NOT_PAGES = {
     "password",
     "app-password-create",
     "podcast-check",
+    "favicon",  # the site's icon, which browsers ask for at /favicon.ico
 }
 # The pages of PAGES, by the route they open.
 LISTED = {
@@ -195,6 +202,7 @@ LISTED = {
     "devices": "devices",
     "device": "device",
     "history": "history",
+    "history-feed": "history-feed",
     "data": "data",
     "account": "account",
     "account-delete": "account-delete",
@@ -321,7 +329,38 @@ def realistic_data(person: Any, feeds: FeedServer) -> Site:
             **played,
         },
     ]
-    episodes.actions_upload(user=person, actions=actions_parsed(upload, limit=100))
+    # Two pages of the titled podcast's history, with files the feed does not list; a podcast
+    # never subscribed to, known by a long URL, with more episodes than the history shows; and
+    # enough podcasts played for two pages of the history.
+    upload += [
+        {
+            "podcast": show,
+            "episode": f"{LONG_EPISODE_URL[:-4]}-{n}.mp3",
+            "action": "download",
+            "device": "phone",
+        }
+        for n in range(25)
+    ]
+    upload += [
+        {
+            "podcast": NEVER_SUBSCRIBED,
+            "episode": f"https://media.example/{n}.mp3",
+            "action": "new",
+            "device": "phone",
+        }
+        for n in range(12)
+    ]
+    upload += [
+        {
+            "podcast": f"https://podcasts.example/{n}/feed.xml",
+            "episode": "https://media.example/one.mp3",
+            "action": "download",
+            "device": "phone",
+            "timestamp": "2024-04-01T08:00:00",
+        }
+        for n in range(10)
+    ]
+    episodes.actions_upload(user=person, actions=actions_parsed(upload, limit=200))
     # Another account, deleted: its status page, named by its long Unicode username.
     leaving: Any = UserFactory(username="Åsa-" + "ø" * 140)
     gone = deletions.account_deletion_request(user=leaving)
@@ -349,6 +388,7 @@ def realistic_data(person: Any, feeds: FeedServer) -> Site:
         import_done=done.pk,
         import_running=running.pk,
         titled=titled.guid,
+        never_subscribed=feed_key_digest(NEVER_SUBSCRIBED),
         long=long.guid,
         device=long_device,
         deletion=deletion.pk,

@@ -389,7 +389,9 @@ def test_a_moved_podcasts_page_lists_each_episode_once(checks, feed_server, user
     assert FeedEpisode.objects.count() == 4
     upload_actions(user, [play(new, "https://media.example/show/1.mp3")])
     body = page_of(user).get(f"/podcasts/{sub.guid}/").content.decode()
-    episodes = body[body.index("<h2>Episodes</h2>") : body.index("<h2>Recent activity</h2>")]
+    episodes = body[
+        body.index("<h2>Episodes</h2>") : body.index('<h2 id="history">Listening history</h2>')
+    ]
     assert episodes.count("Uno") == 1
     assert episodes.count("Dos") == 1
     assert "Played to 2:00" in episodes
@@ -470,10 +472,10 @@ def test_the_history_page_names_episodes_in_a_constant_number_of_queries(
     assert many == few
     body = page_of(user).get("/history/").content.decode()
     assert "Title 19-19" in body
-    assert "Title 0-1" in body
     client = page_of(user)
     with django_assert_max_num_queries(few):
-        client.get("/history/")
+        body = client.get("/history/?page=2").content.decode()
+    assert "Title 0-1" in body  # the podcast played first, on the last page
 
 
 def test_the_export_names_episodes_in_a_constant_number_of_queries(
@@ -510,7 +512,9 @@ def test_the_podcast_page_lists_its_episodes_with_what_was_played_where(
         ],
     )
     body = page_of(user).get(f"/podcasts/{sub.guid}/").content.decode()
-    episodes = body[body.index("<h2>Episodes</h2>") : body.index("<h2>Recent activity</h2>")]
+    episodes = body[
+        body.index("<h2>Episodes</h2>") : body.index('<h2 id="history">Listening history</h2>')
+    ]
     assert "Episode 1" in episodes
     assert "Never played" in episodes
     assert "on phone" in episodes

@@ -338,7 +338,26 @@ def test_the_page_reads_little(
 
 def test_the_pages_lead_to_it(page: Client) -> None:
     for path in ("/podcasts/", "/devices/", "/account/"):
-        assert 'href="/connect/"' in page.get(path).content.decode(), path
+        body = page.get(path).content.decode()
+        main = body[body.index('<main id="main">') : body.index("</main>")]
+        assert 'href="/connect/"' in main, path  # besides the footer's link, on every page
+
+
+def test_it_names_the_three_apis_where_they_are(page: Client) -> None:
+    """The APIs' paths, which the footer no longer lists; each link leads somewhere."""
+    body = page.get("/connect/").content.decode()
+    apis = body[body.index('<section class="app" aria-labelledby="apis">') :]
+    apis = apis[: apis.index("</section>")]
+    for named in (
+        "the Open Podcast API, at <code>/v1/</code>",
+        "the gpodder.net API, at <code>/api/2/</code>",
+        "the Nextcloud gPodder Sync API, at <code>/index.php/apps/gpoddersync/</code>",
+    ):
+        assert named in apis, named
+    links = re.findall(r'href="([^"]+)"', apis)
+    assert links == ["/v1/docs/", "/v1/openapi.json"]
+    for link in links:
+        assert Client().get(link).status_code == 200, link
 
 
 def test_the_sign_in_page_names_the_app_whose_login_is_under_way(

@@ -195,6 +195,16 @@ def test_the_pages_cost_the_same_with_one_event_and_with_many(
 # --- removing a device asks first ----------------------------------------------------------------
 
 
+def test_removing_a_device_that_sent_nothing_counts_no_zeros(page: Client, person: Any) -> None:
+    device_touch(user=person, device_id="quiet")
+    asked = text(page.get("/devices/quiet/remove/"))
+    assert "Remove this device?" in asked
+    assert "forgets what its last syncs did" in asked
+    assert "changes nothing in your listening history: this device has told of no episode" in asked
+    assert " 0 " not in f" {asked} "
+    assert "feed address" not in asked
+
+
 def test_removing_a_device_asks_first_naming_what_goes_and_what_stays(
     page: Client, person: Any
 ) -> None:
@@ -205,6 +215,8 @@ def test_removing_a_device_asks_first_naming_what_goes_and_what_stays(
     assert "forgets how this device spelled 1 feed address" in asked
     assert "keeps its 12 episode actions in your listening history" in asked
     assert "If the app syncs again, it comes back as a new device" in asked
+
+    assert "changes nothing in your listening history" not in asked
 
     # A POST that did not come from the confirmation asks again, and removes nothing.
     again = page.post("/devices/phone/remove/")

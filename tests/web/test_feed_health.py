@@ -242,7 +242,9 @@ def test_a_feed_without_a_title_shows_its_url_once(page: Client, person: Any) ->
     def shown(sub: Any) -> int:
         """How often the page shows the feed URL above its history table."""
         body = page.get(f"/podcasts/{sub.guid}/").content.decode()
-        return body.split('id="main"')[1].split("<h2>History</h2>")[0].count(sub.feed_url)
+        return (
+            body.split('id="main"')[1].split("<h2>Feed URLs and guids</h2>")[0].count(sub.feed_url)
+        )
 
     assert shown(untitled) == 1
     assert shown(titled) == 1

@@ -366,34 +366,6 @@ def test_history_shows_the_latest_of_each_episode_by_podcast(page: Client, perso
     assert "https://elsewhere.example/x.xml" in body  # no subscription: its URL
 
 
-def test_history_is_a_constant_number_of_queries(
-    page: Client, person: Any, django_assert_max_num_queries: Any
-) -> None:
-    page.get("/history/")
-    subscribe(person, "https://a.example/0.xml")
-    upload_actions(
-        person, [{"podcast": "https://a.example/0.xml", "episode": "https://e/0", "action": "new"}]
-    )
-    with django_assert_max_num_queries(10) as few:
-        page.get("/history/")
-    for n in range(1, 40):
-        subscribe(person, f"https://a.example/{n}.xml")
-    upload_actions(
-        person,
-        [
-            {
-                "podcast": f"https://a.example/{n % 40}.xml",
-                "episode": f"https://e/{n}",
-                "action": "new",
-                "device": f"d{n % 3}",
-            }
-            for n in range(600)
-        ],
-    )
-    with django_assert_max_num_queries(len(few.captured_queries)):
-        page.get("/history/")
-
-
 def test_every_page_is_a_constant_number_of_queries(
     page: Client, person: Any, django_assert_max_num_queries: Any
 ) -> None:
@@ -435,6 +407,21 @@ def test_every_page_names_the_server_version_in_its_footer(page: Client, path: s
     footer = body[body.index('<footer class="bottom">') :]
     assert f"{version.NAME} {version.VERSION}" in footer
     assert version.VERSION != version.UNKNOWN
+
+
+@pytest.mark.parametrize("path", ["/login/", "/podcasts/", "/history/", "/connect/"])
+def test_the_footer_is_short_and_leads_to_connect_and_the_api_documentation(
+    page: Client, path: str
+) -> None:
+    """The APIs' paths are on the Connect page (and in docs/), not under every page."""
+    client = page if path != "/login/" else Client()
+    body = client.get(path).content.decode()
+    footer = body[body.index('<footer class="bottom">') : body.index("</footer>")]
+    assert re.findall(r'href="([^"]+)"', footer) == ["/connect/", "/v1/docs/"]
+    assert "Connect an app" in footer
+    assert "API documentation" in footer
+    for path_named in ("/api/2/", "gpoddersync", "<code>"):
+        assert path_named not in footer
 
 
 def test_a_page_write_racing_a_deactivation_signs_out_instead_of_failing(

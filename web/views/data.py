@@ -5,6 +5,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
 
@@ -25,7 +26,21 @@ HISTORY_IDS, SERVER_IDS = "history_%s", "server_%s"
 @require_GET
 @person_required
 def history(request: HttpRequest) -> HttpResponse:
-    return render(request, "web/history.html", {"podcasts": selectors.history(user=request.user)})
+    page = selectors.history_page(user=request.user, page=request.GET.get("page"))
+    return render(request, "web/history.html", {"page": page})
+
+
+@require_GET
+@person_required
+def feed_history(request: HttpRequest, key: str) -> HttpResponse:
+    """The history of a podcast without a subscription, which has no page of its own; one with
+    a subscription leads to the subscription's page, where its history is."""
+    found = or_404(
+        lambda: selectors.feed_history(user=request.user, key=key, page=request.GET.get("page"))
+    )
+    if found.subscription is not None:
+        return redirect(reverse("web:podcast", args=[found.subscription.guid]) + "#history")
+    return render(request, "web/feed_history.html", {"found": found, "page": found.history})
 
 
 @require_GET

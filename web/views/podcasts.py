@@ -142,7 +142,9 @@ def _tell_added(request: HttpRequest, added: services.PodcastAdded, *, sent: str
 @require_GET
 @person_required
 def podcast(request: HttpRequest, guid: uuid.UUID) -> HttpResponse:
-    detail = or_404(lambda: selectors.podcast_detail(user=request.user, guid=guid))
+    detail = or_404(
+        lambda: selectors.podcast_detail(user=request.user, guid=guid, page=request.GET.get("page"))
+    )
     return render(request, "web/podcast.html", {"detail": detail, "sub": detail.subscription})
 
 
