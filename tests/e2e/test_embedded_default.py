@@ -360,12 +360,14 @@ def test_the_embedded_default_names_played_episodes_from_the_feed(service):
     # The history, by podcast (the module's other tests' podcasts are there too).
     sections = [text(part) for part in read("/history/").split('<section class="history">')[1:]]
     [ours] = [section for section in sections if "Embedded Names" in section]
-    assert "Embedded Names Embedded episode 2 <b> published 2024-05-02 Downloaded" in ours
+    assert (
+        "Embedded Names 2 episodes Embedded episode 2 <b> published 2024-05-02 Downloaded" in ours
+    )
     assert "Embedded episode 1 <b> published 2024-05-01 Played to 1:30 of 30:00" in ours
     assert ".mp3" not in ours
     # The feed that answered 500: its URL heads its section, its action by the file name.
     [lost] = [section for section in sections if broken in section]
-    assert f"{broken} lost-episode.mp3 Played to 0:30 on laptop" in lost
+    assert f"{broken} 1 episode lost-episode.mp3 Played to 0:30 on laptop" in lost
     # The podcast's page lists the feed's episodes, newest first, with what was played.
     podcast = text(read(f"/podcasts/{guid}/"))
     episodes = podcast[podcast.index("Episodes") : podcast.index("Listening history")]
