@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, get_script_prefix, resolve, reverse
 from django.views.decorators.cache import never_cache
@@ -149,9 +149,10 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 @GET_POST
 @never_cache
 def register(request: HttpRequest) -> HttpResponse:
-    """Self-registration, when REGISTRATION_OPEN: a new account, signed in at once."""
+    """Self-registration, when REGISTRATION_OPEN: a new account, signed in at once. Closed, a 404
+    that says so, and who gives accounts instead; it names nobody."""
     if not settings.REGISTRATION_OPEN:
-        raise Http404
+        return render(request, "web/register_closed.html", status=404)
     form = forms.RegistrationForm(request.POST if request.method == "POST" else None)
     status = 200
     if request.method == "POST" and form.is_valid():
