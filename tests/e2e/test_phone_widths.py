@@ -556,6 +556,7 @@ ADMIN_PAGES = [
     ("admin-user", lambda person: f"/admin/auth/user/{person.pk}/change/"),
     ("admin-subscriptions", lambda person: "/admin/subscriptions/subscription/"),
     ("admin-overview", lambda person: "/admin/overview/"),
+    ("admin-people", lambda person: "/admin/people/"),
 ]
 
 
