@@ -40,3 +40,33 @@ class AppPassword(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class OneTimePassword(models.Model):
+    """The account's password is one that staff made and handed over (the People page): it signs
+    in on the pages only to choose the person's own, and no app's API takes it.
+
+    `mark` is the password's mark (accounts.active.password_mark) when it was made: once the
+    password is another, set whichever way (chosen, changed on the account page, in the admin,
+    by `changepassword`), the row no longer marks it and is left to be written over.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="one_time_password",
+    )
+    mark = models.CharField(max_length=16, help_text="The mark of the password it was made as.")
+    created = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(mark__regex=r"^[0-9a-f]{16}$"),
+                name="onetimepassword_mark_hex",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"One-time password of user {self.user_id}"

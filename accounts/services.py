@@ -1,6 +1,7 @@
 """What people and staff do with accounts: log in (with the password or an app password),
-refresh and log out with tokens; register; make and revoke app passwords; and staff's bootstrap
-and (de)activation of users.
+refresh and log out with tokens; register; make and revoke app passwords; and staff's bootstrap,
+(de)activation of users, and the People page's members, each with a one-time password to hand
+over, which its person replaces with their own at the first sign-in.
 
 Tokens come from djangorestframework-simplejwt. Refresh tokens rotate: each refresh blacklists
 the token it used and hands out a new one; every token is bound to the account's password, so a
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
+from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.utils.crypto import constant_time_compare, get_random_string
@@ -29,8 +31,14 @@ from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts.active import active_users, app_password_stands, app_password_used, password_mark
 from accounts.authentication import APP_PASSWORD_CLAIM, PASSWORD_CLAIM
-from accounts.models import AppPassword
-from accounts.selectors import USERNAME_TAKEN, username_taken
+from accounts.models import AppPassword, OneTimePassword
+from accounts.selectors import (
+    TICKET_SALT,
+    TICKET_SECONDS,
+    USERNAME_TAKEN,
+    password_is_one_time,
+    username_taken,
+)
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 
@@ -38,6 +46,18 @@ from core.exceptions import InvalidInput, NotAuthorized, NotFound
 # phone without switching keyboards. 24 of them are 118 bits, in groups of four.
 _APP_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
 _APP_LENGTH = 24
+# A one-time password is read off a screen and typed once, on a phone as often as not: the same
+# symbols, 16 of them (79 bits, behind the login throttle), as four groups of four with their
+# dashes. Never 24, so it can never be read as an app password.
+_ONE_TIME_LENGTH = 16
+
+
+def _random_symbols(length: int) -> str:
+    return "".join(secrets.choice(_APP_ALPHABET) for _ in range(length))
+
+
+def _grouped(secret: str) -> str:
+    return "-".join(secret[i : i + 4] for i in range(0, len(secret), 4))
 
 
 @dataclass(frozen=True)
@@ -106,7 +126,9 @@ def app_authenticate(
             app_password_used(found.pk, last_used=found.last_used)
             return found.user, found.pk
     user = authenticate(request, username=username, password=password)
-    return None if user is None else (user, None)
+    if user is None or password_is_one_time(user=user):
+        return None  # a one-time password signs in on the pages only, to choose one's own
+    return user, None
 
 
 def token_login(*, username: str, password: str) -> Tokens:
@@ -247,7 +269,7 @@ def app_password_create(*, user: Any, name: str) -> tuple[AppPassword, str]:
     which is not kept and cannot be shown again."""
     name = _name_checked(name)
     limit = settings.MAX_APP_PASSWORDS
-    secret = "".join(secrets.choice(_APP_ALPHABET) for _ in range(_APP_LENGTH))
+    secret = _random_symbols(_APP_LENGTH)
     try:
         with transaction.atomic():
             # Counted under the lock of the user's row, so that creations at once cannot all
@@ -269,7 +291,7 @@ def app_password_create(*, user: Any, name: str) -> tuple[AppPassword, str]:
     except IntegrityError:
         message = f"You already have an app password named “{name}”"
         raise InvalidInput(message, errors={"name": [message + "."]}) from None
-    return made, "-".join(secret[i : i + 4] for i in range(0, _APP_LENGTH, 4))
+    return made, _grouped(secret)
 
 
 def app_password_revoke(*, user: Any, app_password_id: int) -> None:
@@ -280,11 +302,15 @@ def app_password_revoke(*, user: Any, app_password_id: int) -> None:
         raise NotFound()
 
 
-def user_register(*, username: str, password: str) -> AbstractBaseUser:
-    """Create an account, when registration is open. The username follows Django's rules and is
-    unique whatever its case; the password goes through AUTH_PASSWORD_VALIDATORS."""
+def _username_checked(username: str) -> str:
+    """The username as an account would have it, by the rules every surface that makes one
+    follows: Django's (letters, digits and @ . + - _, at most 150), and unique whatever its case.
+    InvalidInput naming what is wrong."""
     model = get_user_model()
     username = model.normalize_username(username.strip())
+    if not username:  # which the field's validators let through, as every empty value
+        message = "Give a username"
+        raise InvalidInput(message, errors={"username": [message + "."]})
     field = model._meta.get_field(model.USERNAME_FIELD)
     assert isinstance(field, models.Field)
     try:
@@ -293,6 +319,14 @@ def user_register(*, username: str, password: str) -> AbstractBaseUser:
         raise InvalidInput(" ".join(exc.messages), errors={"username": exc.messages}) from None
     if username_taken(username=username):
         _refuse_taken_username()
+    return username
+
+
+def user_register(*, username: str, password: str) -> AbstractBaseUser:
+    """Create an account, when registration is open. The username follows Django's rules and is
+    unique whatever its case; the password goes through AUTH_PASSWORD_VALIDATORS."""
+    model = get_user_model()
+    username = _username_checked(username)
     candidate = model(**{model.USERNAME_FIELD: username})
     try:
         validate_password(password, user=candidate)
@@ -303,6 +337,120 @@ def user_register(*, username: str, password: str) -> AbstractBaseUser:
             return model.objects.create_user(username=username, password=password)
     except IntegrityError:  # registered a moment ago, in this case or another (accounts 0003)
         _refuse_taken_username()
+
+
+OWN_PASSWORD_HERE = "Your own password is changed on your account page, not here"
+OWN_ACCOUNT_STAYS_ON = "You cannot turn off your own account: another staff member can"
+TICKET_STALE = (
+    "This sign-in has expired, or the password was changed since: sign in again with the "
+    "one-time password you were given, or ask for a new one"
+)
+ACCOUNT_CANNOT_SIGN_IN = "This account cannot sign in now: ask the person who runs this server"
+
+
+def _one_time_password_set(user: Any) -> str:
+    """Give the user a new one-time password (inside the caller's transaction); returns it. It is
+    kept hashed, as any password, and cannot be shown again."""
+    password = _grouped(_random_symbols(_ONE_TIME_LENGTH))
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    OneTimePassword.objects.update_or_create(
+        user=user, defaults={"mark": password_mark(user.password), "created": clock.now()}
+    )
+    return password
+
+
+def user_add(*, username: str) -> tuple[AbstractBaseUser, str]:
+    """Create a member's account, as staff do on the People page: the username by the rules of
+    registration, and a one-time password, returned to be handed over. It signs in on the pages
+    only to choose the person's own password, and no app's API takes it."""
+    username = _username_checked(username)
+    try:
+        with transaction.atomic():
+            user = get_user_model().objects.create_user(username=username)
+            return user, _one_time_password_set(user)
+    except IntegrityError:  # made a moment ago, in this case or another (accounts 0003)
+        _refuse_taken_username()
+
+
+def _other_account_locked(user_id: Any, acting_user: Any, refusal: str) -> Any:
+    """The account `user_id`, its row locked until the transaction ends, when it is not
+    `acting_user`'s own (InvalidInput `refusal`); NotFound when there is none."""
+    if user_id == acting_user.pk:
+        raise InvalidInput(refusal, errors={"account": [refusal + "."]})
+    user = get_user_model().objects.select_for_update(no_key=True).filter(pk=user_id).first()
+    if user is None:
+        raise NotFound()
+    return user
+
+
+def password_reset(*, user_id: Any, acting_user: Any) -> tuple[AbstractBaseUser, str]:
+    """A new one-time password for another account, as staff give one on the People page:
+    returned to be handed over, as when the account was made. The old password stops working,
+    and with it every browser session of the account, and its refresh and access tokens (they
+    are bound to the password); its app passwords stand, so its apps keep syncing. An account
+    turned off stays off."""
+    with transaction.atomic():
+        user = _other_account_locked(user_id, acting_user, OWN_PASSWORD_HERE)
+        return user, _one_time_password_set(user)
+
+
+def password_choose(*, ticket: str, password: str) -> AbstractBaseUser:
+    """The person's own password in place of the one-time one they signed in with (the ticket
+    the sign-in page gave them: accounts.selectors.one_time_ticket); returns the user, to be
+    signed in. Nothing changes when the ticket is not good (forged, older than TICKET_SECONDS,
+    or for a password that is no longer the account's) or the account was turned off or deleted
+    meanwhile (NotAuthorized, saying so), nor when the validators refuse the password or it is
+    the one-time one again (InvalidInput)."""
+    try:
+        given = signing.loads(ticket, salt=TICKET_SALT, max_age=TICKET_SECONDS)
+        user_id, mark = given["user"], given["mark"]
+    except (signing.BadSignature, KeyError, TypeError):
+        raise NotAuthorized(TICKET_STALE) from None
+    with transaction.atomic():
+        try:
+            user_lock_standing(user_id)
+        except NotAuthorized:
+            raise NotAuthorized(ACCOUNT_CANNOT_SIGN_IN) from None
+        user: Any = get_user_model().objects.get(pk=user_id)
+        if not (
+            isinstance(mark, str)
+            and constant_time_compare(mark, password_mark(user.password))
+            and password_is_one_time(user=user)
+        ):
+            raise NotAuthorized(TICKET_STALE)
+        try:
+            validate_password(password, user=user)
+        except ValidationError as exc:
+            raise InvalidInput(" ".join(exc.messages), errors={"password": exc.messages}) from None
+        if user.check_password(password):
+            message = "Choose a password of your own, not the one-time password"
+            raise InvalidInput(message, errors={"password": [message + "."]})
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        OneTimePassword.objects.filter(user=user).delete()
+    return user
+
+
+def user_turn_off(*, user_id: Any, acting_user: Any) -> AbstractBaseUser:
+    """Turn another account off, as staff do on the People page: it signs in nowhere and syncs
+    through no API (user_deactivate), and everything of it is kept, to be turned on again."""
+    with transaction.atomic():
+        user = _other_account_locked(user_id, acting_user, OWN_ACCOUNT_STAYS_ON)
+        user_deactivate(user_ids=[user.pk], acting_user=acting_user)
+        user.is_active = False
+    return user
+
+
+def user_turn_on(*, user_id: Any) -> AbstractBaseUser:
+    """Turn an account on again: its password, app passwords and apps' sign-ins work as before
+    it was turned off (those that have not expired meanwhile)."""
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None:
+        raise NotFound()
+    user_activate(user_ids=[user.pk])
+    user.is_active = True
+    return user
 
 
 def _refuse_taken_username() -> NoReturn:

@@ -18,7 +18,7 @@ from deletions.views import SubscriptionDestroyMixin
 from episodes import urls as episodes
 from gpodder import urls as gpodder
 from nextcloud import urls as nextcloud
-from staff.views import overview
+from staff import urls as staff
 from subscriptions import urls as subscriptions
 from subscriptions.views import SubscriptionViewSet
 from web.views.signing import admin_sign_in
@@ -55,8 +55,8 @@ urlpatterns = [
     # the login throttle every surface shares (docs/web.md).
     path("admin/login/", admin_sign_in, name="admin-sign-in"),
     path("admin/password_change/", RedirectView.as_view(pattern_name="web:account")),
-    # The overview for staff (docs/operations.md, "The admin"), behind the admin's own check.
-    path("admin/overview/", admin.site.admin_view(overview), name="admin-overview"),
+    # The overview and the People page for staff (docs/operations.md, "The admin").
+    *staff.urlpatterns,
     path("admin/", admin.site.urls),
     path("health", health, name="health"),
     # The Nextcloud gPodder Sync API (docs/nextcloud.md), with and without /index.php/; the

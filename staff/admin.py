@@ -1,8 +1,9 @@
 """The admin as a whole: its name (SITE_NAME) in its header and titles, an account's page with
-links to its rows in the other lists, and which of the lists behind the overview a staff account
-may open. Imported first of the apps' admins (INSTALLED_APPS lists this app first), it imports
-the user admin it extends."""
+links to its rows in the other lists, which of the lists behind the overview a staff account
+may open, and what it may do on the People page. Imported first of the apps' admins
+(INSTALLED_APPS lists this app first), it imports the user admin it extends."""
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -87,4 +88,24 @@ def overview_viewer(request: HttpRequest) -> Viewer:
         deletions=opens(Deletion),
         account_deletions=opens(AccountDeletion),
         feed_checks=opens(FeedCheck),
+    )
+
+
+@dataclass(frozen=True)
+class PeopleRights:
+    """What a staff account may do on the People page: what the user admin would let it do to
+    the accounts (its view, add and change permissions; a superuser has all three), so that the
+    page is no way round the admin's 403."""
+
+    view: bool = False
+    add: bool = False
+    change: bool = False
+
+
+def people_rights(request: HttpRequest) -> PeopleRights:
+    model_admin = admin.site.get_model_admin(User)
+    return PeopleRights(
+        view=bool(model_admin.has_view_permission(request)),
+        add=bool(model_admin.has_add_permission(request)),
+        change=bool(model_admin.has_change_permission(request)),
     )

@@ -1,4 +1,5 @@
-"""The admin's overview and the user page's counts (docs/operations.md, "The admin"): each figure
+"""The admin's overview, the user page's counts, and the People page's list of accounts
+(docs/operations.md, "The admin"): each figure
 in one query that an index answers, or that a window of days bounds, so that the page reads as
 much at a million accounts as at ten (staff migration 0001 has the indexes; `make scale` checks
 the plans).
@@ -27,12 +28,25 @@ from typing import Any
 from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.paginator import Page
 from django.db import connection
-from django.db.models import Count, F, IntegerField, Min, QuerySet, Value
+from django.db.models import (
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    QuerySet,
+    Subquery,
+    Value,
+)
 from django.db.models.functions import TruncDate
 
 from core import clock
 from core.admin import EstimatedCountPaginator, rows_counted
+from core.exceptions import NotFound
 from deletions.models import AccountDeletion, Deletion
 from episodes.models import EpisodeAction
 from feedchecks.models import FeedCheck
@@ -344,3 +358,82 @@ def account_rows(*, user_id: Any) -> AccountRows:
         deletions=counted(Deletion.objects.filter(user_id=user_id)),
         account_deletions=counted(AccountDeletion.objects.filter(user_id=user_id)),
     )
+
+
+PEOPLE_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class Person:
+    """An account as the People page lists it."""
+
+    pk: Any
+    username: str
+    date_joined: datetime
+    last_login: datetime | None  # its last sign-in: the pages, the admin, an app's /v1/ login
+    last_sync: datetime | None  # its devices' last request (gpodder and Nextcloud syncs)
+    is_active: bool
+    is_staff: bool
+    is_superuser: bool
+    being_deleted: bool  # its person asked for its deletion, which a worker has yet to finish
+
+
+def _people() -> QuerySet[Any]:
+    """Each account with its devices' last sync and whether its deletion is pending, in the
+    account's own row: subqueries that read the devices' and the deletions' indexes by user (an
+    account has at most MAX_DEVICES devices, and at most one deletion pending)."""
+    last_sync = (
+        Device.objects.filter(user_id=OuterRef("pk"))
+        .values("user_id")
+        .annotate(latest=Max("last_used"))
+        .values("latest")
+    )
+    pending = AccountDeletion.objects.filter(
+        user_id=OuterRef("pk"), status=AccountDeletion.Status.PENDING
+    )
+    return get_user_model().objects.annotate(
+        last_sync=Subquery(last_sync), being_deleted=Exists(pending)
+    )
+
+
+def _person(user: Any) -> Person:
+    return Person(
+        pk=user.pk,
+        username=user.get_username(),
+        date_joined=user.date_joined,
+        last_login=user.last_login,
+        last_sync=user.last_sync,
+        is_active=user.is_active,
+        is_staff=user.is_staff,
+        is_superuser=user.is_superuser,
+        being_deleted=user.being_deleted,
+    )
+
+
+@dataclass(frozen=True)
+class People:
+    page: Page  # of Person
+    accounts: Rows
+
+
+def people_page(*, number: Any) -> People:
+    """A page of PEOPLE_PER_PAGE accounts by username (its unique index), in one query and the
+    count's (EstimatedCountPaginator: no count of a million rows, nor past its cap); a page
+    number that is not one gives the first page, one past the end the last."""
+    # Counted without the subqueries, which a count of 10,000 rows would run for each.
+    users = get_user_model().objects.order_by("username")
+    paginator = EstimatedCountPaginator(users, PEOPLE_PER_PAGE)
+    page = paginator.get_page(number)
+    first = (page.number - 1) * PEOPLE_PER_PAGE
+    listed = _people().order_by("username")[first : first + PEOPLE_PER_PAGE]
+    page.object_list = [_person(user) for user in listed]
+    counted = paginator.count
+    return People(page, Rows(counted, exact=counted <= EstimatedCountPaginator.COUNT_CAP))
+
+
+def person_get(*, user_id: Any) -> Person:
+    """NotFound when no account has that id."""
+    user = _people().filter(pk=user_id).first()
+    if user is None:
+        raise NotFound()
+    return _person(user)

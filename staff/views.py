@@ -1,14 +1,26 @@
-"""The admin's overview (docs/operations.md, "The admin"): mounted under /admin/ by
-config/urls.py through the admin's own check, so that only staff see it and anyone else is sent
-to the admin's sign-in; of the lists it summarises, each staff account sees the rows of those
-the admin would open for it (staff.admin.overview_viewer), and the counts of the rest."""
+"""The admin's overview and the People page (docs/operations.md, "The admin"), mounted under
+/admin/ by staff/urls.py through the admin's own check, so that only staff see them and anyone
+else is sent to the admin's sign-in. Of the lists the overview summarises, each staff account
+sees the rows of those the admin would open for it (staff.admin.overview_viewer), and the counts
+of the rest; the People page lists and changes the accounts for the staff the user admin would
+let do the same (staff.admin.people_rights)."""
 
-from django.contrib import admin
+from typing import Any
+
+from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts import services as accounts
+from core.exceptions import InvalidInput, NotFound
 from staff import selectors
-from staff.admin import overview_viewer
+from staff.admin import PeopleRights, overview_viewer, people_rights
+from staff.forms import MemberAddForm
+
+GET_POST = require_http_methods(["GET", "POST"])
 
 
 def overview(request: HttpRequest) -> HttpResponse:
@@ -19,3 +31,172 @@ def overview(request: HttpRequest) -> HttpResponse:
         "active_days": selectors.ACTIVE_DAYS,
     }
     return TemplateResponse(request, "staff/overview.html", context)
+
+
+def _notice(request: HttpRequest, title: str, message: str, status: int) -> HttpResponse:
+    context = {**admin.site.each_context(request), "title": title, "message": message}
+    return TemplateResponse(request, "staff/notice.html", context, status=status)
+
+
+def _not_allowed(request: HttpRequest) -> HttpResponse:
+    message = (
+        "Adding people and changing their accounts is for staff whom the admin lets manage "
+        "users (a superuser may): ask one."
+    )
+    return _notice(request, "Not for this account", message, 403)
+
+
+def _gone(request: HttpRequest) -> HttpResponse:
+    message = "No account has this id: it was deleted, or never was."
+    return _notice(request, "No such account", message, 404)
+
+
+def _people_page(
+    request: HttpRequest,
+    rights: PeopleRights,
+    *,
+    form: Any = None,
+    handed: tuple[Any, str] | None = None,
+    added: bool = False,
+    status: int = 200,
+) -> HttpResponse:
+    """The list, with the form to add a member; `handed`: the account and the one-time
+    password the answer shows, the only time it is shown (`added`: of an account just made)."""
+    context = {
+        **admin.site.each_context(request),
+        "title": "People",
+        "rights": rights,
+        "people": selectors.people_page(number=request.GET.get("page")),
+        "form": form or MemberAddForm(),
+        "handed": handed,
+        "added": added,
+        "sign_in": request.build_absolute_uri(reverse("web:login")),
+    }
+    return TemplateResponse(request, "staff/people.html", context, status=status)
+
+
+@require_GET
+def people(request: HttpRequest) -> HttpResponse:
+    rights = people_rights(request)
+    if not rights.view:
+        return _not_allowed(request)
+    return _people_page(request, rights)
+
+
+@require_POST
+def person_add(request: HttpRequest) -> HttpResponse:
+    rights = people_rights(request)
+    if not (rights.view and rights.add):
+        return _not_allowed(request)
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            handed = accounts.user_add(username=form.cleaned_data["username"])
+        except InvalidInput as exc:
+            form.add_error("username", _in_words(exc))
+        else:
+            return _people_page(request, rights, handed=handed, added=True)
+    return _people_page(request, rights, form=form, status=400)
+
+
+def _confirmed(
+    request: HttpRequest, person: selectors.Person, template: str
+) -> HttpResponse | None:
+    """None when the request is the confirmation's POST; else the question, what `template`
+    asks (a form posted from anywhere else is asked again)."""
+    if request.method == "POST" and request.POST.get("confirmed") == "yes":
+        return None
+    context = {**admin.site.each_context(request), "title": "People", "person": person}
+    return TemplateResponse(request, template, context)
+
+
+def _in_words(exc: InvalidInput) -> str:
+    """What the service refused, as its errors name it (its message starts with the API's
+    words, "Input could not be validated")."""
+    said = [problem for problems in (exc.errors or {}).values() for problem in problems]
+    return " ".join(said) or exc.message
+
+
+def _refused(request: HttpRequest, message: str) -> HttpResponse:
+    messages.error(request, message)
+    return redirect("admin-people")
+
+
+BEING_DELETED = "This account is being deleted, as its person asked: nothing can change it now."
+
+
+@GET_POST
+def person_password(request: HttpRequest, user_id: int) -> HttpResponse:
+    """GET, or a POST not sent from the question: what a new one-time password does. The
+    confirmation's POST: the new one-time password, shown on its answer only."""
+    rights = people_rights(request)
+    if not (rights.view and rights.change):
+        return _not_allowed(request)
+    try:
+        person = selectors.person_get(user_id=user_id)
+    except NotFound:
+        return _gone(request)
+    if person.being_deleted:
+        return _refused(request, BEING_DELETED)
+    question = _confirmed(request, person, "staff/person_password.html")
+    if question is not None:
+        return question
+    try:
+        handed = accounts.password_reset(user_id=user_id, acting_user=request.user)
+    except InvalidInput as exc:
+        return _refused(request, _in_words(exc))
+    except NotFound:  # deleted since it was read
+        return _gone(request)
+    return _people_page(request, rights, handed=handed)
+
+
+@GET_POST
+def person_off(request: HttpRequest, user_id: int) -> HttpResponse:
+    """GET, or a POST not sent from the question: what turning the account off does. The
+    confirmation's POST: turned off."""
+    rights = people_rights(request)
+    if not (rights.view and rights.change):
+        return _not_allowed(request)
+    try:
+        person = selectors.person_get(user_id=user_id)
+    except NotFound:
+        return _gone(request)
+    if person.being_deleted:
+        return _refused(request, BEING_DELETED)
+    question = _confirmed(request, person, "staff/person_off.html")
+    if question is not None:
+        return question
+    try:
+        user = accounts.user_turn_off(user_id=user_id, acting_user=request.user)
+    except InvalidInput as exc:
+        return _refused(request, _in_words(exc))
+    except NotFound:
+        return _gone(request)
+    # Not first in the message: the admin capitalises a message's first letter.
+    messages.success(
+        request,
+        f"The account {user.get_username()} is turned off: signed out everywhere, and no app "
+        "of theirs syncs. Everything of theirs is kept.",
+    )
+    return redirect("admin-people")
+
+
+@require_POST
+def person_on(request: HttpRequest, user_id: int) -> HttpResponse:
+    rights = people_rights(request)
+    if not (rights.view and rights.change):
+        return _not_allowed(request)
+    try:
+        person = selectors.person_get(user_id=user_id)
+    except NotFound:
+        return _gone(request)
+    if person.being_deleted:
+        return _refused(request, BEING_DELETED)
+    try:
+        user = accounts.user_turn_on(user_id=user_id)
+    except NotFound:
+        return _gone(request)
+    messages.success(
+        request, f"The account {user.get_username()} is turned on again: they can sign in."
+    )
+    return redirect("admin-people")

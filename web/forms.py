@@ -28,6 +28,32 @@ class SignInForm(AuthenticationForm):
     }
 
 
+class PasswordChoiceForm(forms.Form):
+    """The person's own password, chosen after signing in with a one-time password staff
+    handed over; `ticket` is what the sign-in gave (accounts.selectors.one_time_ticket), and the
+    service checks the password by the validators, as registration does."""
+
+    ticket = forms.CharField(widget=forms.HiddenInput, max_length=500)
+    # Shown, and offered to password managers to save the new password under; never trusted.
+    username = forms.CharField(widget=forms.HiddenInput, max_length=150, required=False)
+    password = forms.CharField(
+        label="Your new password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password", "autofocus": True}),
+    )
+    password_again = forms.CharField(
+        label="New password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("password") and data.get("password") != data.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return data
+
+
 class PasswordChange(PasswordChangeForm):
     """Django's form, without its autofocus: on the account page it would scroll a new app
     password, shown once above it, out of sight."""

@@ -15,6 +15,7 @@ urlpatterns = [
     path("", signing.home, name="home"),
     path("login/", signing.sign_in, name="login"),
     path("logout/", signing.sign_out, name="logout"),
+    path("login/password/", signing.password_choose, name="password-choose"),
     path("register/", signing.register, name="register"),
     # The page an app logging in with Nextcloud's Login Flow v2 opens; any token reaches the
     # view, which answers 404 to one that is not a flow's.

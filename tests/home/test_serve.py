@@ -297,7 +297,8 @@ def test_the_start_names_the_admins_address_on_the_first_address(
     _, out = started
     first = re.search(r"server's address is one of these:\n\s+(http://\S+)", out)
     assert first, out
-    assert f"Add the people of your household, signed in as 'admin': {first.group(1)}/admin/" in out
+    people = f"{first.group(1)}/admin/people/"
+    assert f"Add the people of your household, signed in as 'admin': {people}" in out
     from home.environment import route_address
 
     assert first.group(1).startswith(f"http://{route_address()}:")  # not a container's bridge
@@ -342,7 +343,7 @@ def test_in_a_container_with_public_url_that_is_the_address(tmp_path: Path) -> N
     done = serve(tmp_path / "data", IN_CONTAINER="true", PUBLIC_URL="http://mynas:8123")
     assert done.returncode == 0, done.stderr
     assert "    http://mynas:8123\n" in done.stdout
-    assert "signed in as 'admin': http://mynas:8123/admin/" in done.stdout
+    assert "signed in as 'admin': http://mynas:8123/admin/people/" in done.stdout
 
 
 def test_compose_tells_the_start_it_runs_under_compose() -> None:

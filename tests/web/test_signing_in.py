@@ -127,9 +127,24 @@ def test_the_cookies_are_secure_httponly_and_samesite_under_https(
 
 
 def test_registration_is_off_by_default(client: Client, db: None) -> None:
-    assert client.get("/register/").status_code == 404
-    assert client.post("/register/", {"username": "new", "password": "x"}).status_code == 404
-    assert "Create one" not in client.get("/login/").content.decode()
+    UserFactory(username="someone-here")
+    closed = client.get("/register/")
+    assert closed.status_code == 404
+    body = closed.content.decode()
+    assert "Registration is closed" in body
+    assert "Ask the person who runs it for one" in body
+    assert "someone-here" not in body
+    posted = client.post(
+        "/register/",
+        {"username": "someone-here", "password": PASSWORD, "password_again": PASSWORD},
+    )
+    assert posted.status_code == 404
+    assert posted.content == closed.content  # a name taken or not: the same answer
+    assert not get_user_model().objects.filter(username="new").exists()
+    assert get_user_model().objects.count() == 1
+    sign_in = client.get("/login/").content.decode()
+    assert "Create one" not in sign_in
+    assert "/register/" not in sign_in
 
 
 def test_registration_when_open(client: Client, db: None, settings: Any) -> None:

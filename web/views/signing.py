@@ -1,4 +1,5 @@
-"""Signing in and out, registering, and an app's login flow's page (docs/web.md)."""
+"""Signing in and out, choosing one's own password after a one-time one, registering, and an
+app's login flow's page (docs/web.md)."""
 
 from typing import Any
 from urllib.parse import urlsplit
@@ -8,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth import login, logout
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, get_script_prefix, resolve, reverse
 from django.views.decorators.cache import never_cache
@@ -16,10 +17,11 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
+from accounts import selectors as account_selectors
 from accounts import services as accounts
 from accounts.throttles import count_registration
 from core import clock
-from core.exceptions import InvalidInput, NotFound
+from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from nextcloud import flows
 from web import forms
 from web.views.common import (
@@ -62,7 +64,8 @@ def _app_asking(next_page: str) -> str:
 def sign_in(request: HttpRequest) -> HttpResponse:
     """The account's own password signs in here, never an app password; failures count
     against the same throttle as the APIs' logins. On the way to an app's login flow, the page
-    names the app that asks."""
+    names the app that asks. A one-time password staff handed over signs nobody in: its answer
+    asks for the person's own password first (password_choose)."""
     if signed_in(request):
         return redirect(return_page(request, reverse("web:podcasts")))
     form = forms.SignInForm(request, data=request.POST if request.method == "POST" else None)
@@ -70,7 +73,14 @@ def sign_in(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         checked = password_form_status(request, form, request.POST.get("username", ""))
         if checked == 200:
-            login(request, form.get_user())
+            user: Any = form.get_user()
+            ticket = account_selectors.one_time_ticket(user=user)
+            if ticket is not None:
+                choice = forms.PasswordChoiceForm(
+                    initial={"ticket": ticket, "username": user.get_username()}
+                )
+                return _password_choice(request, choice)
+            login(request, user)
             return redirect(return_page(request, reverse("web:podcasts")))
         status = 429 if checked == 429 else 200  # a wrong password is the form shown again
     next_page = return_page(request, "")
@@ -85,6 +95,36 @@ def sign_in(request: HttpRequest) -> HttpResponse:
         },
         status=status,
     )
+
+
+def _password_choice(request: HttpRequest, form: Any, status: int = 200) -> HttpResponse:
+    context = {"form": form, "next": return_page(request, "")}
+    return render(request, "web/password_choose.html", context, status=status)
+
+
+@GET_POST
+@never_cache
+def password_choose(request: HttpRequest) -> HttpResponse:
+    """Where the answer to a sign-in with a one-time password posts the person's own password:
+    set, then signed in with it, and on to where the sign-in was going. Nothing here but that
+    form's answer: a GET goes to the sign-in page."""
+    if request.method == "GET":
+        return redirect("web:login")
+    form = forms.PasswordChoiceForm(request.POST)
+    if form.is_valid():
+        try:
+            user: Any = accounts.password_choose(
+                ticket=form.cleaned_data["ticket"], password=form.cleaned_data["password"]
+            )
+        except InvalidInput as exc:  # the password refused
+            form_errors(form, exc)
+        except NotAuthorized as exc:  # the ticket stale, or the account turned off since
+            form.add_error(None, f"{exc.message}.")
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, "Your password is set: sign in with it from now on.")
+            return redirect(return_page(request, reverse("web:podcasts")))
+    return _password_choice(request, form, status=400)
 
 
 @GET_POST
@@ -109,9 +149,10 @@ def sign_out(request: HttpRequest) -> HttpResponse:
 @GET_POST
 @never_cache
 def register(request: HttpRequest) -> HttpResponse:
-    """Self-registration, when REGISTRATION_OPEN: a new account, signed in at once."""
+    """Self-registration, when REGISTRATION_OPEN: a new account, signed in at once. Closed, a 404
+    that says so, and who gives accounts instead; it names nobody."""
     if not settings.REGISTRATION_OPEN:
-        raise Http404
+        return render(request, "web/register_closed.html", status=404)
     form = forms.RegistrationForm(request.POST if request.method == "POST" else None)
     status = 200
     if request.method == "POST" and form.is_valid():

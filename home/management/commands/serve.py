@@ -30,9 +30,9 @@ from home.static import collect_static
 ROOT = Path(__file__).resolve().parents[3]
 GUNICORN_CONFIG = ROOT / "config" / "gunicorn_home.py"
 STAFF = "admin"
-# Where staff add the people of the household, printed at each start. (The admin's users list
-# until the pages have a People page of their own: point this at it then.)
-PEOPLE_PATH = "/admin/"
+# Where staff add the people of the household, printed at each start: the People page, which
+# makes each an account with a one-time password to hand over (docs/self-hosting.md).
+PEOPLE_PATH = "/admin/people/"
 
 
 class Command(BaseCommand):
