@@ -25,7 +25,19 @@ from pathlib import Path
 import redis
 
 from bench import apps, home, profiles
-from bench.harness import OUT, Gunicorn, add_users, cpu_used, row, running, server_cpu
+from bench.harness import (
+    OUT,
+    Gunicorn,
+    Tree,
+    add_users,
+    cpu_used,
+    popen_tree,
+    postgres_tree,
+    redis_tree,
+    row,
+    running,
+    server_cpu,
+)
 from bench.sync import PASSWORD, service_on
 from tests import servers
 
@@ -39,9 +51,8 @@ PHP_S = "oPodSync, php -S"
 PHP_FPM = "oPodSync, nginx + php-fpm"
 SERVICE = "this service, gunicorn + PostgreSQL"
 HOME = "home server, SQLite"
-# The processes that serve each (bench.harness.server_cpu's kinds), under the names its CPU row
-# gives them: the bench's PostgreSQL and Redis idle beside oPodSync and the home server, whose
-# processes are gunicorn too (`manage.py serve` becomes one).
+# The kinds of process that serve each (bench.harness.Tree's), under the names its CPU row gives
+# them: the home server's processes are gunicorn too (`manage.py serve` becomes one).
 OWN_PROCESSES = {
     PHP_S: {"PHP and nginx": "PHP"},
     PHP_FPM: {"PHP and nginx": "PHP and nginx"},
@@ -49,8 +60,9 @@ OWN_PROCESSES = {
     HOME: {"service": "its gunicorn"},
 }
 
-# Each server: a context manager that starts it afresh and yields its URL, with USER's account.
-Served = Callable[[Path], contextlib.AbstractContextManager[str]]
+# Each server: a context manager that starts it afresh and yields its URL, with USER's account,
+# and the process trees that serve it, whose CPU its row counts (no other server's, idle beside).
+Served = Callable[[Path], contextlib.AbstractContextManager[tuple[str, list[Tree]]]]
 
 
 def opodsync_source() -> Path:
@@ -85,11 +97,12 @@ def php_fpm() -> str:
 
 
 @contextlib.contextmanager
-def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
+def opodsync(folder: Path, fpm: bool) -> Iterator[tuple[str, list[Tree]]]:
     """oPodSync on a new data folder, with USER's account: under `php -S`, or nginx + php-fpm."""
     source, data, port = opodsync_source(), folder / "data", servers.free_port()
     data.mkdir(parents=True)
     env = {**os.environ, "DATA_ROOT": str(data)}
+    trees: list[Tree] = []
     with contextlib.ExitStack() as stack:
         if fpm:
             fpm_address = f"127.0.0.1:{servers.free_port()}"
@@ -116,12 +129,14 @@ def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
             )
             # -R: the bench may run as root, which php-fpm refuses for its workers otherwise.
             command = [php_fpm(), "-F", "-R", "-y", str(folder / "php-fpm.conf")]
-            stack.enter_context(started(command, folder / "php-fpm.out", env=env))
+            fpm_process = stack.enter_context(started(command, folder / "php-fpm.out", env=env))
             command = ["nginx", "-c", str(folder / "nginx.conf"), "-e", str(folder / "nginx.err")]
-            stack.enter_context(started(command, folder / "nginx.out"))
+            nginx = stack.enter_context(started(command, folder / "nginx.out"))
+            trees += [popen_tree("PHP and nginx", fpm_process), popen_tree("PHP and nginx", nginx)]
         else:
             command = ["php", "-S", f"127.0.0.1:{port}", "-t", "server", "server/index.php"]
-            stack.enter_context(started(command, folder / "php.log", cwd=source, env=env))
+            php = stack.enter_context(started(command, folder / "php.log", cwd=source, env=env))
+            trees.append(popen_tree("PHP and nginx", php))
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while servers.status(port, "/") != 200:  # its first answer makes its database
@@ -140,13 +155,13 @@ def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
             env={**env, "DB_FILE": str(data / "data.sqlite"), "NAME": USER, "PW": PASSWORD},
             check=True,
         )
-        yield url
+        yield url, trees
 
 
 @contextlib.contextmanager
 def service(
     pg: servers.Server, redis_server: servers.RedisServer, folder: Path, profiled: bool = False
-) -> Iterator[str]:
+) -> Iterator[tuple[str, list[Tree]]]:
     """This service under gunicorn on a new database of `pg`, with USER's account; `profiled`:
     where its workers' time went while it served, printed once it is done (bench.profiles)."""
     database = f"opa_peer_{folder.name.replace('-', '_')}"
@@ -161,7 +176,8 @@ def service(
         with (
             profiles.gil_samples(app.process.pid, samples) if profiled else contextlib.nullcontext()
         ):
-            yield f"http://127.0.0.1:{app.port}"
+            trees = [app.tree, postgres_tree(pg), redis_tree(redis_server)]
+            yield f"http://127.0.0.1:{app.port}", trees
     if profiled:
         found = profiles.shares(samples)
         row(
@@ -172,7 +188,7 @@ def service(
 
 
 @contextlib.contextmanager
-def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[str]:
+def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[tuple[str, list[Tree]]]:
     """The home server on a new data folder, with USER's account; `rss` is given the memory
     (MB) its processes hold once the load is done, as a Pi would have to."""
     port = servers.free_port()
@@ -181,7 +197,7 @@ def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[str]:
         pass  # its first start migrates
     add_users(home.server_env(data, port), (USER,), PASSWORD)
     with home.serving(data, port, folder / "serve.log") as (process, _):
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", [Tree("service", lambda: process.pid)]
         if rss is not None:
             held = [process, *process.children(recursive=True)]
             rss.append(sum(p.memory_info().rss for p in held) / 2**20)
@@ -242,10 +258,10 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
             for count in (1, 4):
                 folder = Path(tempfile.mkdtemp(prefix=f"peer-{run}-{count}-", dir=logs))
                 print(f"  run {run + 1}, {name}, {count} app(s):", flush=True)
-                with serve(folder) as url:
-                    before = server_cpu()
+                with serve(folder) as (url, trees):
+                    before = server_cpu(trees)
                     summary = apps.run(url, USER, PASSWORD, apps=count)
-                    used = cpu_used(before, server_cpu())
+                    used = cpu_used(before, server_cpu(trees))
                     measured.add_cpu(count, used, summary.requests, OWN_PROCESSES[name])
                     measured.ok[count].append(summary.ok_per_s)
                     measured.redelivered[count].append(summary.redelivered)
