@@ -3,7 +3,10 @@ sync (bench/apps.py) with 1 and with 4 devices of one user, and a phone 600 s la
 
 - oPodSync under `php -S`, as its Makefile runs it, and under nginx with php-fpm, as a host runs
   it (each on SQLite, as it ships);
-- this service under gunicorn on PostgreSQL with its defaults (each commit waits for the disk);
+- this service under gunicorn on PostgreSQL with its defaults (each commit waits for the disk),
+  the figure its targets are for, and again on the bench's PostgreSQL with fsync,
+  synchronous_commit and full_page_writes off (not crash-safe), printed beside it unless
+  BENCH_PEER_FSYNC_OFF=0;
 - the home server (`manage.py serve`) on SQLite.
 
 Each server is started afresh on an empty store for each of BENCH_PEER_RUNS runs (3), and each
@@ -46,10 +49,13 @@ OPODSYNC_REPO = os.environ.get("OPODSYNC_REPO", "https://github.com/kd2org/opods
 RUNS = int(os.environ.get("BENCH_PEER_RUNS", "3"))
 # "1": the first run's load of one app on this service is sampled with py-spy (bench.profiles).
 PROFILE = os.environ.get("BENCH_PEER_PROFILE", "") == "1"
+# "0": this service on durable PostgreSQL only, a fifth less time.
+FSYNC_OFF = os.environ.get("BENCH_PEER_FSYNC_OFF", "1") != "0"
 USER = "peer"
 PHP_S = "oPodSync, php -S"
 PHP_FPM = "oPodSync, nginx + php-fpm"
-SERVICE = "this service, gunicorn + PostgreSQL"
+SERVICE = "this service, gunicorn + PostgreSQL (its defaults: durable)"
+SERVICE_FSYNC_OFF = "this service, gunicorn + PostgreSQL with fsync off (not crash-safe)"
 HOME = "home server, SQLite"
 # The kinds of process that serve each (bench.harness.Tree's), under the names its CPU row gives
 # them: the home server's processes are gunicorn too (`manage.py serve` becomes one).
@@ -57,6 +63,7 @@ OWN_PROCESSES = {
     PHP_S: {"PHP and nginx": "PHP"},
     PHP_FPM: {"PHP and nginx": "PHP and nginx"},
     SERVICE: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
+    SERVICE_FSYNC_OFF: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
     HOME: {"service": "its gunicorn"},
 }
 
@@ -238,39 +245,50 @@ def spread(values: list[float]) -> str:
 
 
 def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Path) -> None:
+    """`pg` is the bench's PostgreSQL, fsync off: this service's figures against the targets run
+    on a durable one started here, as a host runs it; the fast one's are printed beside them."""
     print(
         f"Beside oPodSync ({OPODSYNC_COMMIT[:7]}): AntennaPod's sync, {RUNS} runs (bench/peers.py)"
     )
     opodsync_source()
     home_rss: list[float] = []
-    started_afresh: dict[str, Served] = {
-        PHP_S: lambda folder: opodsync(folder, fpm=False),
-        PHP_FPM: lambda folder: opodsync(folder, fpm=True),
-        SERVICE: lambda folder: service(
-            pg, redis_server, folder, profiled=PROFILE and folder.name.startswith("peer-0-1-")
-        ),
-        HOME: lambda folder: home_server(folder, home_rss),
-    }
-    found = {name: Measured() for name in started_afresh}
-    for run in range(RUNS):
-        for name, serve in started_afresh.items():
-            measured = found[name]
-            for count in (1, 4):
-                folder = Path(tempfile.mkdtemp(prefix=f"peer-{run}-{count}-", dir=logs))
-                print(f"  run {run + 1}, {name}, {count} app(s):", flush=True)
-                with serve(folder) as (url, trees):
-                    before = server_cpu(trees)
-                    summary = apps.run(url, USER, PASSWORD, apps=count)
-                    used = cpu_used(before, server_cpu(trees))
-                    measured.add_cpu(count, used, summary.requests, OWN_PROCESSES[name])
-                    measured.ok[count].append(summary.ok_per_s)
-                    measured.redelivered[count].append(summary.redelivered)
-                    measured.not_200 += summary.not_200
-                    measured.missing += summary.missing
-                    measured.failed += summary.failed
-                    if count == 1:
-                        measured.late_lost += apps.late_phone(url, USER, PASSWORD)
-                        measured.late_sent += 600
+    with servers.postgres(durable=True) as durable:
+        started_afresh: dict[str, Served] = {
+            PHP_S: lambda folder: opodsync(folder, fpm=False),
+            PHP_FPM: lambda folder: opodsync(folder, fpm=True),
+            SERVICE: lambda folder: service(
+                durable,
+                redis_server,
+                folder,
+                profiled=PROFILE and folder.name.startswith("peer-0-1-"),
+            ),
+            **(
+                {SERVICE_FSYNC_OFF: lambda folder: service(pg, redis_server, folder)}
+                if FSYNC_OFF
+                else {}
+            ),
+            HOME: lambda folder: home_server(folder, home_rss),
+        }
+        found = {name: Measured() for name in started_afresh}
+        for run in range(RUNS):
+            for name, serve in started_afresh.items():
+                measured = found[name]
+                for count in (1, 4):
+                    folder = Path(tempfile.mkdtemp(prefix=f"peer-{run}-{count}-", dir=logs))
+                    print(f"  run {run + 1}, {name}, {count} app(s):", flush=True)
+                    with serve(folder) as (url, trees):
+                        before = server_cpu(trees)
+                        summary = apps.run(url, USER, PASSWORD, apps=count)
+                        used = cpu_used(before, server_cpu(trees))
+                        measured.add_cpu(count, used, summary.requests, OWN_PROCESSES[name])
+                        measured.ok[count].append(summary.ok_per_s)
+                        measured.redelivered[count].append(summary.redelivered)
+                        measured.not_200 += summary.not_200
+                        measured.missing += summary.missing
+                        measured.failed += summary.failed
+                        if count == 1:
+                            measured.late_lost += apps.late_phone(url, USER, PASSWORD)
+                            measured.late_sent += 600
     for name, measured in found.items():
         row(
             f"peers: {name}, ok/s at 1 and 4 apps (median of {RUNS})",
@@ -295,22 +313,31 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
         ]
 
     best = "the best oPodSync " + ("with no errors" if clean != peers else "(each had errors)")
-    ours, home_ = found[SERVICE], found[HOME]
-    row(f"peers: service vs {best}, 1 app", spread(ratios(ours, clean, 1)), ">= 1.2x")
-    row(f"peers: service vs {best}, 4 apps", spread(ratios(ours, clean, 4)), ">= 2x")
+    for count, target in ((1, ">= 1.2x"), (4, ">= 2x")):
+        row(
+            f"peers: service, PostgreSQL durable, vs {best}, {count} app(s)",
+            spread(ratios(found[SERVICE], clean, count)),
+            target,
+        )
+        if SERVICE_FSYNC_OFF in found:
+            row(
+                f"peers: service, PostgreSQL fsync off (not crash-safe), vs {best}, {count} app(s)",
+                spread(ratios(found[SERVICE_FSYNC_OFF], clean, count)),
+            )
     for count, target in ((1, ">= 1.5x"), (4, ">= 1x")):
         row(
             f"peers: home server vs oPodSync php -S, {count} app(s)",
-            spread(ratios(home_, [peers[0]], count)),
+            spread(ratios(found[HOME], [peers[0]], count)),
             target,
         )
     row(
         "peers: home server's memory after the load (RSS of its processes, each run and count)",
         f"median {statistics.median(home_rss):.0f} MB, most {max(home_rss):.0f} MB",
     )
-    for name in (SERVICE, HOME):
-        row(
-            f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",
-            f"{found[name].not_200} and {found[name].missing + found[name].late_lost}",
-            "0 and 0",
-        )
+    for name in (SERVICE, SERVICE_FSYNC_OFF, HOME):
+        if name in found:
+            row(
+                f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",
+                f"{found[name].not_200} and {found[name].missing + found[name].late_lost}",
+                "0 and 0",
+            )
