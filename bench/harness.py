@@ -13,10 +13,12 @@ import sys
 import time
 from base64 import b64encode
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from tests import servers
 
@@ -45,6 +47,31 @@ def row(figure: str, measured: str, target: str = "") -> None:
 # --- processes ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """A server under test: the process `root()` names (None while it is not running), its
+    descendants, and the children they have waited for, counted as one `kind`."""
+
+    kind: str
+    root: Callable[[], int | None]
+
+
+# What wrk's readings count: each server the bench started, registered by what starts it
+# (Gunicorn.start, bench/run.py for its PostgreSQL and Redis).
+UNDER_TEST: list[Tree] = []
+
+
+@contextmanager
+def under_test(*trees: Tree) -> Iterator[None]:
+    """`trees` counted by every reading of server_cpu that names none, while the block runs."""
+    UNDER_TEST.extend(trees)
+    try:
+        yield
+    finally:
+        for tree in trees:
+            UNDER_TEST.remove(tree)
+
+
 class Gunicorn:
     """A gunicorn master serving `app` with config/gunicorn.py on a loopback port."""
 
@@ -53,6 +80,8 @@ class Gunicorn:
         self.app, self.env, self.log = app, {"ACCESS_LOG": "false", **env}, log
         self.port = servers.free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        kind = "floor" if app.startswith("bench.floor") else "service"
+        self.tree = Tree(kind, lambda: self.process.pid if self.process else None)
 
     def start(self) -> "Gunicorn":
         with self.log.open("ab") as out:
@@ -62,6 +91,8 @@ class Gunicorn:
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
+        if self.tree not in UNDER_TEST:  # started again after a kill (make soak-hosts)
+            UNDER_TEST.append(self.tree)
         deadline = time.monotonic() + 60
         while len(self.workers()) < WORKERS or not self._answers():
             if time.monotonic() > deadline or self.process.poll() is not None:
@@ -91,6 +122,8 @@ class Gunicorn:
         return max(sizes)
 
     def stop(self) -> None:
+        if self.tree in UNDER_TEST:
+            UNDER_TEST.remove(self.tree)
         if self.process is not None:
             os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=60)
@@ -116,41 +149,61 @@ class Load:
     cpu_us: dict[str, float]  # CPU time per request, by kind of process (see server_cpu)
 
 
-def server_cpu() -> dict[int, tuple[str, float]]:
-    """CPU seconds used so far by each gunicorn (the service's or the home server's, which
-    becomes gunicorn; the floor's), PostgreSQL, Redis, PHP and nginx process, with its kind.
+def postgres_tree(pg: servers.Server) -> Tree:
+    """The PostgreSQL the bench started, found by its data folder: pg_ctl detaches the
+    postmaster, and a restart (make soak's) gives it a new pid."""
 
-    CPU time per request shows where a request's cost lies (the service, the database, Redis),
+    def postmaster() -> int | None:
+        try:
+            return int((pg.process_dir / "data" / "postmaster.pid").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            return None
+
+    return Tree("PostgreSQL", postmaster)
+
+
+def redis_tree(redis_server: servers.RedisServer) -> Tree:
+    return Tree("Redis", lambda: redis_server.process.pid if redis_server.process else None)
+
+
+def popen_tree(kind: str, process: subprocess.Popen[bytes]) -> Tree:
+    return Tree(kind, lambda: process.pid if process.poll() is None else None)
+
+
+def server_cpu(trees: list[Tree] | None = None) -> dict[int, tuple[str, float]]:
+    """CPU seconds used so far by each of `trees` (UNDER_TEST unless given), keyed by its
+    root's pid, with its kind. Only those trees: other people's gunicorn, PostgreSQL and Redis
+    on the same machine are not the servers under test.
+
+    A tree's time is its processes' own and that of the children they waited for, so a
+    PostgreSQL backend or a gunicorn worker that ended between two readings still counts. CPU
+    time per request shows where a request's cost lies (the service, the database, Redis),
     which requests per second cannot; both still move with what else the host runs.
     """
-    tick = os.sysconf("SC_CLK_TCK")
     found = {}
-    for entry in Path("/proc").iterdir():
+    for tree in UNDER_TEST if trees is None else trees:
+        pid = tree.root()
+        if pid is None:
+            continue
         try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError):
+            root = psutil.Process(pid)
+            members = [root, *root.children(recursive=True)]
+        except psutil.Error:
             continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        if "gunicorn" in command:
-            kind = "floor" if "bench.floor" in command else "service"
-        elif name.startswith(("php", "nginx")):  # oPodSync, beside it (bench/peers.py)
-            kind = "PHP and nginx"
-        elif name.startswith("postgres"):
-            kind = "PostgreSQL"
-        elif name.startswith("redis"):
-            kind = "Redis"
-        else:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        found[int(entry.name)] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+        seconds = 0.0
+        for member in members:
+            # One that ended since the listing is counted by its parent's next reading.
+            with suppress(psutil.Error):
+                times = member.cpu_times()
+                seconds += times.user + times.system + times.children_user + times.children_system
+        found[pid] = (tree.kind, seconds)
     return found
 
 
 def cpu_used(
     before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
 ) -> dict[str, float]:
-    """CPU seconds each kind of process used between two readings of server_cpu (a process
+    """CPU seconds each kind of process used between two readings of server_cpu (a tree
     started in between counts from nothing)."""
     used: dict[str, float] = {}
     for pid, (kind, seconds) in after.items():

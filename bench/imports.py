@@ -127,7 +127,7 @@ def bench_opodsync_import() -> None:
     opodsync_source()
     with (
         tempfile.TemporaryDirectory(prefix="import-opodsync-") as folder,
-        opodsync(Path(folder), fpm=False) as url,
+        opodsync(Path(folder), fpm=False) as (url, _),
     ):
         feeds = [f"https://feeds.example.com/{n}/rss" for n in range(20)]
         for device, caption, kind in (("pixel", "Pixel 8", "mobile"), ("desk", "Desk", "desktop")):

@@ -3,7 +3,10 @@ sync (bench/apps.py) with 1 and with 4 devices of one user, and a phone 600 s la
 
 - oPodSync under `php -S`, as its Makefile runs it, and under nginx with php-fpm, as a host runs
   it (each on SQLite, as it ships);
-- this service under gunicorn on PostgreSQL with its defaults (each commit waits for the disk);
+- this service under gunicorn on PostgreSQL with its defaults (each commit waits for the disk),
+  the figure its targets are for, and again on the bench's PostgreSQL with fsync,
+  synchronous_commit and full_page_writes off (not crash-safe), printed beside it unless
+  BENCH_PEER_FSYNC_OFF=0;
 - the home server (`manage.py serve`) on SQLite.
 
 Each server is started afresh on an empty store for each of BENCH_PEER_RUNS runs (3), and each
@@ -25,7 +28,19 @@ from pathlib import Path
 import redis
 
 from bench import apps, home, profiles
-from bench.harness import OUT, Gunicorn, add_users, cpu_used, row, running, server_cpu
+from bench.harness import (
+    OUT,
+    Gunicorn,
+    Tree,
+    add_users,
+    cpu_used,
+    popen_tree,
+    postgres_tree,
+    redis_tree,
+    row,
+    running,
+    server_cpu,
+)
 from bench.sync import PASSWORD, service_on
 from tests import servers
 
@@ -34,23 +49,27 @@ OPODSYNC_REPO = os.environ.get("OPODSYNC_REPO", "https://github.com/kd2org/opods
 RUNS = int(os.environ.get("BENCH_PEER_RUNS", "3"))
 # "1": the first run's load of one app on this service is sampled with py-spy (bench.profiles).
 PROFILE = os.environ.get("BENCH_PEER_PROFILE", "") == "1"
+# "0": this service on durable PostgreSQL only, a fifth less time.
+FSYNC_OFF = os.environ.get("BENCH_PEER_FSYNC_OFF", "1") != "0"
 USER = "peer"
 PHP_S = "oPodSync, php -S"
 PHP_FPM = "oPodSync, nginx + php-fpm"
-SERVICE = "this service, gunicorn + PostgreSQL"
+SERVICE = "this service, gunicorn + PostgreSQL (its defaults: durable)"
+SERVICE_FSYNC_OFF = "this service, gunicorn + PostgreSQL with fsync off (not crash-safe)"
 HOME = "home server, SQLite"
-# The processes that serve each (bench.harness.server_cpu's kinds), under the names its CPU row
-# gives them: the bench's PostgreSQL and Redis idle beside oPodSync and the home server, whose
-# processes are gunicorn too (`manage.py serve` becomes one).
+# The kinds of process that serve each (bench.harness.Tree's), under the names its CPU row gives
+# them: the home server's processes are gunicorn too (`manage.py serve` becomes one).
 OWN_PROCESSES = {
     PHP_S: {"PHP and nginx": "PHP"},
     PHP_FPM: {"PHP and nginx": "PHP and nginx"},
     SERVICE: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
+    SERVICE_FSYNC_OFF: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
     HOME: {"service": "its gunicorn"},
 }
 
-# Each server: a context manager that starts it afresh and yields its URL, with USER's account.
-Served = Callable[[Path], contextlib.AbstractContextManager[str]]
+# Each server: a context manager that starts it afresh and yields its URL, with USER's account,
+# and the process trees that serve it, whose CPU its row counts (no other server's, idle beside).
+Served = Callable[[Path], contextlib.AbstractContextManager[tuple[str, list[Tree]]]]
 
 
 def opodsync_source() -> Path:
@@ -85,11 +104,12 @@ def php_fpm() -> str:
 
 
 @contextlib.contextmanager
-def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
+def opodsync(folder: Path, fpm: bool) -> Iterator[tuple[str, list[Tree]]]:
     """oPodSync on a new data folder, with USER's account: under `php -S`, or nginx + php-fpm."""
     source, data, port = opodsync_source(), folder / "data", servers.free_port()
     data.mkdir(parents=True)
     env = {**os.environ, "DATA_ROOT": str(data)}
+    trees: list[Tree] = []
     with contextlib.ExitStack() as stack:
         if fpm:
             fpm_address = f"127.0.0.1:{servers.free_port()}"
@@ -116,12 +136,14 @@ def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
             )
             # -R: the bench may run as root, which php-fpm refuses for its workers otherwise.
             command = [php_fpm(), "-F", "-R", "-y", str(folder / "php-fpm.conf")]
-            stack.enter_context(started(command, folder / "php-fpm.out", env=env))
+            fpm_process = stack.enter_context(started(command, folder / "php-fpm.out", env=env))
             command = ["nginx", "-c", str(folder / "nginx.conf"), "-e", str(folder / "nginx.err")]
-            stack.enter_context(started(command, folder / "nginx.out"))
+            nginx = stack.enter_context(started(command, folder / "nginx.out"))
+            trees += [popen_tree("PHP and nginx", fpm_process), popen_tree("PHP and nginx", nginx)]
         else:
             command = ["php", "-S", f"127.0.0.1:{port}", "-t", "server", "server/index.php"]
-            stack.enter_context(started(command, folder / "php.log", cwd=source, env=env))
+            php = stack.enter_context(started(command, folder / "php.log", cwd=source, env=env))
+            trees.append(popen_tree("PHP and nginx", php))
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while servers.status(port, "/") != 200:  # its first answer makes its database
@@ -140,13 +162,13 @@ def opodsync(folder: Path, fpm: bool) -> Iterator[str]:
             env={**env, "DB_FILE": str(data / "data.sqlite"), "NAME": USER, "PW": PASSWORD},
             check=True,
         )
-        yield url
+        yield url, trees
 
 
 @contextlib.contextmanager
 def service(
     pg: servers.Server, redis_server: servers.RedisServer, folder: Path, profiled: bool = False
-) -> Iterator[str]:
+) -> Iterator[tuple[str, list[Tree]]]:
     """This service under gunicorn on a new database of `pg`, with USER's account; `profiled`:
     where its workers' time went while it served, printed once it is done (bench.profiles)."""
     database = f"opa_peer_{folder.name.replace('-', '_')}"
@@ -161,7 +183,8 @@ def service(
         with (
             profiles.gil_samples(app.process.pid, samples) if profiled else contextlib.nullcontext()
         ):
-            yield f"http://127.0.0.1:{app.port}"
+            trees = [app.tree, postgres_tree(pg), redis_tree(redis_server)]
+            yield f"http://127.0.0.1:{app.port}", trees
     if profiled:
         found = profiles.shares(samples)
         row(
@@ -172,7 +195,7 @@ def service(
 
 
 @contextlib.contextmanager
-def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[str]:
+def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[tuple[str, list[Tree]]]:
     """The home server on a new data folder, with USER's account; `rss` is given the memory
     (MB) its processes hold once the load is done, as a Pi would have to."""
     port = servers.free_port()
@@ -181,7 +204,7 @@ def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[str]:
         pass  # its first start migrates
     add_users(home.server_env(data, port), (USER,), PASSWORD)
     with home.serving(data, port, folder / "serve.log") as (process, _):
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", [Tree("service", lambda: process.pid)]
         if rss is not None:
             held = [process, *process.children(recursive=True)]
             rss.append(sum(p.memory_info().rss for p in held) / 2**20)
@@ -222,39 +245,50 @@ def spread(values: list[float]) -> str:
 
 
 def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Path) -> None:
+    """`pg` is the bench's PostgreSQL, fsync off: this service's figures against the targets run
+    on a durable one started here, as a host runs it; the fast one's are printed beside them."""
     print(
         f"Beside oPodSync ({OPODSYNC_COMMIT[:7]}): AntennaPod's sync, {RUNS} runs (bench/peers.py)"
     )
     opodsync_source()
     home_rss: list[float] = []
-    started_afresh: dict[str, Served] = {
-        PHP_S: lambda folder: opodsync(folder, fpm=False),
-        PHP_FPM: lambda folder: opodsync(folder, fpm=True),
-        SERVICE: lambda folder: service(
-            pg, redis_server, folder, profiled=PROFILE and folder.name.startswith("peer-0-1-")
-        ),
-        HOME: lambda folder: home_server(folder, home_rss),
-    }
-    found = {name: Measured() for name in started_afresh}
-    for run in range(RUNS):
-        for name, serve in started_afresh.items():
-            measured = found[name]
-            for count in (1, 4):
-                folder = Path(tempfile.mkdtemp(prefix=f"peer-{run}-{count}-", dir=logs))
-                print(f"  run {run + 1}, {name}, {count} app(s):", flush=True)
-                with serve(folder) as url:
-                    before = server_cpu()
-                    summary = apps.run(url, USER, PASSWORD, apps=count)
-                    used = cpu_used(before, server_cpu())
-                    measured.add_cpu(count, used, summary.requests, OWN_PROCESSES[name])
-                    measured.ok[count].append(summary.ok_per_s)
-                    measured.redelivered[count].append(summary.redelivered)
-                    measured.not_200 += summary.not_200
-                    measured.missing += summary.missing
-                    measured.failed += summary.failed
-                    if count == 1:
-                        measured.late_lost += apps.late_phone(url, USER, PASSWORD)
-                        measured.late_sent += 600
+    with servers.postgres(durable=True) as durable:
+        started_afresh: dict[str, Served] = {
+            PHP_S: lambda folder: opodsync(folder, fpm=False),
+            PHP_FPM: lambda folder: opodsync(folder, fpm=True),
+            SERVICE: lambda folder: service(
+                durable,
+                redis_server,
+                folder,
+                profiled=PROFILE and folder.name.startswith("peer-0-1-"),
+            ),
+            **(
+                {SERVICE_FSYNC_OFF: lambda folder: service(pg, redis_server, folder)}
+                if FSYNC_OFF
+                else {}
+            ),
+            HOME: lambda folder: home_server(folder, home_rss),
+        }
+        found = {name: Measured() for name in started_afresh}
+        for run in range(RUNS):
+            for name, serve in started_afresh.items():
+                measured = found[name]
+                for count in (1, 4):
+                    folder = Path(tempfile.mkdtemp(prefix=f"peer-{run}-{count}-", dir=logs))
+                    print(f"  run {run + 1}, {name}, {count} app(s):", flush=True)
+                    with serve(folder) as (url, trees):
+                        before = server_cpu(trees)
+                        summary = apps.run(url, USER, PASSWORD, apps=count)
+                        used = cpu_used(before, server_cpu(trees))
+                        measured.add_cpu(count, used, summary.requests, OWN_PROCESSES[name])
+                        measured.ok[count].append(summary.ok_per_s)
+                        measured.redelivered[count].append(summary.redelivered)
+                        measured.not_200 += summary.not_200
+                        measured.missing += summary.missing
+                        measured.failed += summary.failed
+                        if count == 1:
+                            measured.late_lost += apps.late_phone(url, USER, PASSWORD)
+                            measured.late_sent += 600
     for name, measured in found.items():
         row(
             f"peers: {name}, ok/s at 1 and 4 apps (median of {RUNS})",
@@ -279,22 +313,31 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
         ]
 
     best = "the best oPodSync " + ("with no errors" if clean != peers else "(each had errors)")
-    ours, home_ = found[SERVICE], found[HOME]
-    row(f"peers: service vs {best}, 1 app", spread(ratios(ours, clean, 1)), ">= 1.2x")
-    row(f"peers: service vs {best}, 4 apps", spread(ratios(ours, clean, 4)), ">= 2x")
+    for count, target in ((1, ">= 1.2x"), (4, ">= 2x")):
+        row(
+            f"peers: service, PostgreSQL durable, vs {best}, {count} app(s)",
+            spread(ratios(found[SERVICE], clean, count)),
+            target,
+        )
+        if SERVICE_FSYNC_OFF in found:
+            row(
+                f"peers: service, PostgreSQL fsync off (not crash-safe), vs {best}, {count} app(s)",
+                spread(ratios(found[SERVICE_FSYNC_OFF], clean, count)),
+            )
     for count, target in ((1, ">= 1.5x"), (4, ">= 1x")):
         row(
             f"peers: home server vs oPodSync php -S, {count} app(s)",
-            spread(ratios(home_, [peers[0]], count)),
+            spread(ratios(found[HOME], [peers[0]], count)),
             target,
         )
     row(
         "peers: home server's memory after the load (RSS of its processes, each run and count)",
         f"median {statistics.median(home_rss):.0f} MB, most {max(home_rss):.0f} MB",
     )
-    for name in (SERVICE, HOME):
-        row(
-            f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",
-            f"{found[name].not_200} and {found[name].missing + found[name].late_lost}",
-            "0 and 0",
-        )
+    for name in (SERVICE, SERVICE_FSYNC_OFF, HOME):
+        if name in found:
+            row(
+                f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",
+                f"{found[name].not_200} and {found[name].missing + found[name].late_lost}",
+                "0 and 0",
+            )

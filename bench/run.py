@@ -48,8 +48,11 @@ from bench.harness import (  # noqa: E402
     WORKERS,
     Gunicorn,
     django_on,
+    postgres_tree,
+    redis_tree,
     row,
     running,
+    under_test,
 )
 from tests import servers  # noqa: E402
 
@@ -111,7 +114,11 @@ def main() -> None:
         sys.exit(f"BENCH_ONLY={only} names no area; the areas: {', '.join(names)}")
     OUT.mkdir(exist_ok=True)
     logs = Path(tempfile.mkdtemp(prefix="opa-bench-"))
-    with servers.postgres() as pg, servers.redis() as redis_server:
+    with (
+        servers.postgres() as pg,
+        servers.redis() as redis_server,
+        under_test(postgres_tree(pg), redis_tree(redis_server)),
+    ):
         env = django_on(pg, redis_server, "opa_bench")
         print(
             f"opa-subscriptions benchmarks: gunicorn {WORKERS} workers "

@@ -2,7 +2,7 @@
 layout's (config/gunicorn.py) for one household on a small machine.
 
 One worker process of a few threads: SQLite takes one writer at a time anyway, and a Raspberry
-Pi's memory is better spent elsewhere (bench/README.md, "The home server"). The app is loaded
+Pi's memory is better spent elsewhere (bench/HISTORY.md, "The home server"). The app is loaded
 in the worker, not the master, so the master stays small. The worker also keeps the schedule
 that Celery beat keeps in the full layout (home.scheduler).
 """

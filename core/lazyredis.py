@@ -1,5 +1,5 @@
 """redis-py loaded only by a process that talks to Redis: the home server has no Redis, and the
-package is about 21 MB of a process and 0.3 s of every start (bench/README.md, "Footprint").
+package is about 21 MB of a process and 0.3 s of every start (bench/HISTORY.md, "Footprint").
 
 Code that calls Redis imports `redis` in the function that does; code that only catches its
 errors names them through `error()`, which does not load the package.

@@ -17,7 +17,7 @@ _EPISODES = FeedEpisode._meta.db_table
 # episode URL's key. `{a}` is the action's table or alias: correlated subqueries, so that a page
 # or an export reads actions and names in one query, on PostgreSQL and SQLite alike. Each of the
 # three looks in one index of the catalogue: an OR of the two URL keys could use none, and was
-# planned as a walk of every feed's episodes (bench/README.md, "the episode catalogue").
+# planned as a walk of every feed's episodes (bench/HISTORY.md, "the episode catalogue").
 _FEEDS_OF = """
     SELECT fc.id FROM {checks} fc WHERE fc.key_digest IN (
         SELECT sf2.key_digest FROM {feeds} sf1

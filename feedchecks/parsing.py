@@ -61,7 +61,7 @@ class NotAFeed(UnreadableFeed):
 
 # More tags than this and a document is not read. feedparser's time grows with the tags it
 # reads, and a document of nothing but tags holds 1.7 million in 5 MiB (a minute of CPU); a
-# podcast feed of 10,000 short items, 4.6 MB, holds 180,000 (bench/README.md, "Feed parsing").
+# podcast feed of 10,000 short items, 4.6 MB, holds 180,000 (bench/HISTORY.md, "Feed parsing").
 MAX_TAGS = 250_000
 
 
@@ -134,7 +134,7 @@ def feed_identity(data: bytes, *, episodes_kept: int = 0) -> FeedIdentity:
     # what it refuses takes a minute. Any "<" counts, in text and CDATA too: even so the densest
     # real feed the fetch's cap lets through stays under the bound.
     # feedparser is loaded here: a web process runs this in a child of its own
-    # (feedchecks.reader), and never needs it itself (bench/README.md, "Footprint").
+    # (feedchecks.reader), and never needs it itself (bench/HISTORY.md, "Footprint").
     import feedparser
 
     tags = data.count(b"<")

@@ -1,7 +1,7 @@
 """Reading a fetched feed in a child process that may spend at most MAX_CPU_SECONDS of CPU.
 
 feedparser's cost follows a document's shape as much as its size: 5 MiB of unclosed tags took a
-minute of CPU, and the attributes of one element cost it their number squared (bench/README.md,
+minute of CPU, and the attributes of one element cost it their number squared (bench/HISTORY.md,
 "Feed parsing"). parsing.MAX_TAGS refuses the densest shapes at once; for every other, the
 kernel stops the child when its CPU time is spent (RLIMIT_CPU), whatever feedparser is doing.
 The child runs at a lower priority, so the pages and the API of a one-machine install come
@@ -27,7 +27,7 @@ from feedchecks import parsing
 
 # The CPU time one feed's reading may take. A real feed's cost grows with its items: 10,000 short
 # ones (4.6 MB, within the fetch's 5 MiB cap) took 5 to 8 s on the development VM, so a smaller
-# bound would refuse feeds that are read today (bench/README.md, "Feed parsing").
+# bound would refuse feeds that are read today (bench/HISTORY.md, "Feed parsing").
 MAX_CPU_SECONDS = 10
 # By the clock, for a child that a busy machine slows down (it runs niced): it is stopped then
 # all the same.

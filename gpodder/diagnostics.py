@@ -2,7 +2,7 @@
 gpodder API and the Nextcloud paths notes what it pulled or uploaded, how many, and what was
 refused and why, in one bounded write (DeviceSyncEvent's ring of SYNC_EVENTS_KEPT slots).
 
-The note is the one statement a sync request adds (bench/README.md, "2026-11-26: device sync
+The note is the one statement a sync request adds (bench/HISTORY.md, "2026-11-26: device sync
 diagnostics"): it finds the device, its next slot and the account's standing itself, and
 writes over the device's oldest event; it never fails the sync.
 """

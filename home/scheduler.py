@@ -33,7 +33,7 @@ def _clear_expired() -> None:
 def _give_back_memory() -> None:
     """Hand the heap's free pages back to the system. A sync of thousands of actions leaves
     tens of MB freed but kept by glibc's allocator, which a Raspberry Pi's other programs could
-    use (bench/README.md, "The home server"); trimming takes a few milliseconds."""
+    use (bench/HISTORY.md, "The home server"); trimming takes a few milliseconds."""
     if _libc is not None:
         _libc.malloc_trim(0)
 

@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 def collect_static() -> None:
     """collectstatic, only when a static file changed since it last ran: it post-processes every
-    file each time, which takes seconds a restart should not (bench/README.md, "The home
+    file each time, which takes seconds a restart should not (bench/HISTORY.md, "The home
     server")."""
     digest = hashlib.sha256()
     for finder in finders.get_finders():

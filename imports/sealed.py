@@ -17,7 +17,7 @@ SEALED_FOR = 3600
 
 def _fernet() -> "Fernet":
     # Loaded here: only an import sent through a broker is sealed, never on the home server
-    # (bench/README.md, "Footprint").
+    # (bench/HISTORY.md, "Footprint").
     from cryptography.fernet import Fernet
 
     key = salted_hmac("imports.sealed", "password", algorithm="sha256").digest()

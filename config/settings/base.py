@@ -202,7 +202,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # 0.7 ms of CPU (Django's SQL functions registered, these pragmas, the schema read again),
     # a tenth of a sync request's whole. A kept one holds its page cache and its compiled
     # statements, capped (512 KiB, 16 statements) so that the home server keeps within its
-    # memory (bench/README.md, "The home server's connections").
+    # memory (bench/HISTORY.md, "The home server's connections").
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,

@@ -1,4 +1,4 @@
-"""What a process on SQLite keeps out (bench/README.md, "Footprint")."""
+"""What a process on SQLite keeps out (bench/HISTORY.md, "Footprint")."""
 
 import sys
 

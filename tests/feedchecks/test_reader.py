@@ -1,5 +1,5 @@
 """Reading a feed in a child process held to a CPU bound: the same answer as in-process, and
-hostile shapes stopped within the bound with a readable error (bench/README.md, "Feed parsing")."""
+hostile shapes stopped within the bound with a readable error (bench/HISTORY.md, "Feed parsing")."""
 
 import resource
 import time
@@ -76,7 +76,7 @@ SHAPES = {
 
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_a_hostile_shape_ends_within_the_bound_with_an_error(monkeypatch, shape):
-    """Each took from 16 s to far more than a minute of CPU in-process (bench/README.md, "Feed
+    """Each took from 16 s to far more than a minute of CPU in-process (bench/HISTORY.md, "Feed
     parsing"); the bound is lowered to 1 s here to keep the test short."""
     monkeypatch.setattr(reader, "MAX_CPU_SECONDS", 1)
     doc = SHAPES[shape]()

@@ -1,4 +1,4 @@
-"""What the home server's processes load (bench/README.md, "Footprint"): a package that the web
+"""What the home server's processes load (bench/HISTORY.md, "Footprint"): a package that the web
 process never uses on the home layout stays out of its worker and of every manage.py command,
 whatever else changes; and the errors of one loaded later are still caught."""
 

@@ -80,7 +80,7 @@ class Command(BaseCommand):
             return
         os.environ["GUNICORN_BIND"] = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         # glibc gives each thread that allocates an arena of its own, which the worker's threads
-        # keep: two hold the home server within its memory (bench/README.md, "The home server").
+        # keep: two hold the home server within its memory (bench/HISTORY.md, "The home server").
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
         sys.stdout.flush()
         command = [
