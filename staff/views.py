@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts import services as accounts
+from api.addresses import address_of_request
 from core.exceptions import InvalidInput, NotFound
 from staff import selectors
 from staff.admin import PeopleRights, overview_viewer, people_rights
@@ -70,7 +71,9 @@ def _people_page(
         "form": form or MemberAddForm(),
         "handed": handed,
         "added": added,
-        "sign_in": request.build_absolute_uri(reverse("web:login")),
+        # The one a phone reaches: a staff member at the server itself opened this through
+        # localhost, which on the member's phone means the phone.
+        "sign_in": address_of_request(request).address + reverse("web:login"),
     }
     return TemplateResponse(request, "staff/people.html", context, status=status)
 

@@ -231,6 +231,25 @@ def test_adding_a_member_shows_its_one_time_password_once(admin_client: Client) 
     assert password not in admin_client.get(PEOPLE).content.decode()
 
 
+def test_opened_on_the_server_itself_the_sign_in_address_is_one_a_phone_reaches(
+    admin_client: Client, settings: Any
+) -> None:
+    """Through localhost the address handed over is the home network's, as on Connect; PUBLIC_URL
+    wins when set."""
+    settings.PUBLIC_URL = ""
+    settings.LAN_HOSTS = ["192.168.1.50", "podsync.local"]
+    settings.ALLOWED_HOSTS = ["localhost", "testserver"]
+    response = admin_client.post(
+        ADD, {"username": "bob"}, HTTP_HOST="localhost:8000", REMOTE_ADDR="127.0.0.1"
+    )
+    body = response.content.decode()
+    assert "http://192.168.1.50:8000/login/" in body
+    assert "localhost:8000/login/" not in body
+    settings.PUBLIC_URL = "https://podcasts.example.org"
+    body = admin_client.post(ADD, {"username": "carol"}, HTTP_HOST="localhost:8000").content
+    assert b"https://podcasts.example.org/login/" in body
+
+
 @pytest.mark.parametrize(
     ("username", "says"),
     [

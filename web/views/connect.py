@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
+from api.addresses import address_of_request
 from core.exceptions import InvalidInput
 from web import forms, services
-from web.addresses import connect_address
 from web.views.common import GET_POST, person_of, person_required
 
 # What AntennaPod's gpodder.net login refuses in a username (GpodderAuthenticationFragment's
@@ -22,11 +22,7 @@ def _page(
     request: HttpRequest, *, form: Any = None, made: Any = None, status: int = 200
 ) -> HttpResponse:
     # One a phone reaches; PUBLIC_URL, when set, is also the one the Nextcloud login gives apps.
-    address = connect_address(
-        host=request.get_host(),
-        secure=request.is_secure(),
-        client=request.META.get("REMOTE_ADDR", ""),
-    )
+    address = address_of_request(request)
     server = address.address
     username = person_of(request).get_username()
     app = form.data.get("app", "") if form is not None else ""

@@ -1,10 +1,13 @@
-"""The server address the Connect page gives apps (docs/web.md, "Connecting an app"): one a phone
-reaches, which the address the page itself was opened through is not always."""
+"""The server address the pages give people to type into an app or a phone (docs/web.md,
+"Connecting an app"): the Connect page's, and the sign-in address the People page hands over with
+a one-time password. One a phone reaches, which the address the page itself was opened through is
+not always."""
 
 import ipaddress
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.http import HttpRequest
 from django.http.request import split_domain_port
 
 # Why the address given is not the page's own, for the line the page says it in.
@@ -20,6 +23,15 @@ class ConnectAddress:
     because: str = ""  # empty: PUBLIC_URL, or the address the page was opened through
     opened: str = ""  # the name or address the page was opened through, when the line names it
     port: str = ""  # and its port
+
+
+def address_of_request(request: HttpRequest) -> "ConnectAddress":
+    """connect_address for the page `request` asks for."""
+    return connect_address(
+        host=request.get_host(),
+        secure=request.is_secure(),
+        client=request.META.get("REMOTE_ADDR", ""),
+    )
 
 
 def connect_address(*, host: str, secure: bool, client: str) -> ConnectAddress:
