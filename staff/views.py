@@ -102,15 +102,33 @@ def person_add(request: HttpRequest) -> HttpResponse:
     return _people_page(request, rights, form=form, status=400)
 
 
-def _confirmed(
-    request: HttpRequest, person: selectors.Person, template: str
+def _refused(request: HttpRequest, message: str) -> HttpResponse:
+    messages.error(request, message)
+    return redirect("admin-people")
+
+
+BEING_DELETED = "This account is being deleted, as its person asked: nothing can change it now."
+
+
+def _not_to_change(
+    request: HttpRequest, rights: PeopleRights, user_id: int, question: str | None = None
 ) -> HttpResponse | None:
-    """None when the request is the confirmation's POST; else the question, what `template`
-    asks (a form posted from anywhere else is asked again)."""
-    if request.method == "POST" and request.POST.get("confirmed") == "yes":
+    """What a change of account `user_id` answers instead of going ahead, or None when it goes
+    ahead: staff who may not change accounts, an account not there or being deleted, and, for a
+    change asked first, the `question` template unless this is its confirmation's POST (a form
+    posted from anywhere else is asked again)."""
+    if not (rights.view and rights.change):
+        return _not_allowed(request)
+    try:
+        person = selectors.person_get(user_id=user_id)
+    except NotFound:
+        return _gone(request)
+    if person.being_deleted:
+        return _refused(request, BEING_DELETED)
+    if question is None or (request.method == "POST" and request.POST.get("confirmed") == "yes"):
         return None
     context = {**admin.site.each_context(request), "title": "People", "person": person}
-    return TemplateResponse(request, template, context)
+    return TemplateResponse(request, question, context)
 
 
 def _in_words(exc: InvalidInput) -> str:
@@ -120,30 +138,14 @@ def _in_words(exc: InvalidInput) -> str:
     return " ".join(said) or exc.message
 
 
-def _refused(request: HttpRequest, message: str) -> HttpResponse:
-    messages.error(request, message)
-    return redirect("admin-people")
-
-
-BEING_DELETED = "This account is being deleted, as its person asked: nothing can change it now."
-
-
 @GET_POST
 def person_password(request: HttpRequest, user_id: int) -> HttpResponse:
     """GET, or a POST not sent from the question: what a new one-time password does. The
     confirmation's POST: the new one-time password, shown on its answer only."""
     rights = people_rights(request)
-    if not (rights.view and rights.change):
-        return _not_allowed(request)
-    try:
-        person = selectors.person_get(user_id=user_id)
-    except NotFound:
-        return _gone(request)
-    if person.being_deleted:
-        return _refused(request, BEING_DELETED)
-    question = _confirmed(request, person, "staff/person_password.html")
-    if question is not None:
-        return question
+    answer = _not_to_change(request, rights, user_id, "staff/person_password.html")
+    if answer is not None:
+        return answer
     try:
         handed = accounts.password_reset(user_id=user_id, acting_user=request.user)
     except InvalidInput as exc:
@@ -157,18 +159,9 @@ def person_password(request: HttpRequest, user_id: int) -> HttpResponse:
 def person_off(request: HttpRequest, user_id: int) -> HttpResponse:
     """GET, or a POST not sent from the question: what turning the account off does. The
     confirmation's POST: turned off."""
-    rights = people_rights(request)
-    if not (rights.view and rights.change):
-        return _not_allowed(request)
-    try:
-        person = selectors.person_get(user_id=user_id)
-    except NotFound:
-        return _gone(request)
-    if person.being_deleted:
-        return _refused(request, BEING_DELETED)
-    question = _confirmed(request, person, "staff/person_off.html")
-    if question is not None:
-        return question
+    answer = _not_to_change(request, people_rights(request), user_id, "staff/person_off.html")
+    if answer is not None:
+        return answer
     try:
         user = accounts.user_turn_off(user_id=user_id, acting_user=request.user)
     except InvalidInput as exc:
@@ -186,15 +179,9 @@ def person_off(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @require_POST
 def person_on(request: HttpRequest, user_id: int) -> HttpResponse:
-    rights = people_rights(request)
-    if not (rights.view and rights.change):
-        return _not_allowed(request)
-    try:
-        person = selectors.person_get(user_id=user_id)
-    except NotFound:
-        return _gone(request)
-    if person.being_deleted:
-        return _refused(request, BEING_DELETED)
+    answer = _not_to_change(request, people_rights(request), user_id)
+    if answer is not None:
+        return answer
     try:
         user = accounts.user_turn_on(user_id=user_id)
     except NotFound:

@@ -28,7 +28,17 @@ class SignInForm(AuthenticationForm):
     }
 
 
-class PasswordChoiceForm(forms.Form):
+class NewPasswordTwice(forms.Form):
+    """A new password typed twice, as `password` and `password_again`: the two must match."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("password") and data.get("password") != data.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return data
+
+
+class PasswordChoiceForm(NewPasswordTwice):
     """The person's own password, chosen after signing in with a one-time password staff
     handed over; `ticket` is what the sign-in gave (accounts.selectors.one_time_ticket), and the
     service checks the password by the validators, as registration does."""
@@ -46,12 +56,6 @@ class PasswordChoiceForm(forms.Form):
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if data.get("password") and data.get("password") != data.get("password_again"):
-            self.add_error("password_again", "The two passwords differ.")
-        return data
 
 
 class PasswordChange(PasswordChangeForm):
@@ -246,7 +250,7 @@ class PasswordConfirmForm(forms.Form):
         return password
 
 
-class RegistrationForm(forms.Form):
+class RegistrationForm(NewPasswordTwice):
     username = forms.CharField(
         label="Username",
         max_length=150,
@@ -263,9 +267,3 @@ class RegistrationForm(forms.Form):
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if data.get("password") and data.get("password") != data.get("password_again"):
-            self.add_error("password_again", "The two passwords differ.")
-        return data
