@@ -44,12 +44,17 @@ servers:
 
 # The slices that run a second time through PgBouncer in transaction mode, with real workers
 # (docs/operations.md, "PgBouncer"): what a large deployment puts between the service and
-# PostgreSQL. --reuse-db: the pooler keeps server connections to the test database open.
+# PostgreSQL. --reuse-db: the pooler keeps server connections to the test database open. With
+# the fast path off (docs/fast-path.md): the API suites and the session, lockout and app password
+# tests through the views alone, as the rest of the suite runs them through the fast path.
 POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions tests/nextcloud \
-	tests/web/test_data.py tests/e2e/test_deletion_worker.py tests/e2e/test_feed_check_worker.py
+	tests/web/test_data.py tests/e2e/test_deletion_worker.py tests/e2e/test_feed_check_worker.py \
+	tests/fastpath tests/accounts/test_sessions.py tests/accounts/test_lockout.py \
+	tests/accounts/test_app_passwords.py
 
 # The suites that run a second time on SQLite under the home server's settings (make run's).
-HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/imports tests/web tests/staff
+HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/imports tests/web tests/staff \
+	tests/fastpath
 
 # What neither slice above runs: the API's platform suite, the home server's start, the
 # migrations. The home slice runs them too, on SQLite; each other supported Python found here

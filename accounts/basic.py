@@ -17,14 +17,16 @@ import hashlib
 import hmac
 import threading
 from base64 import b64decode
+from collections.abc import Mapping
 from typing import Any
 
 from cachetools import TTLCache
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY, login
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.http import HttpRequest
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
 from accounts.active import AccountState, app_password_stands, current_user
@@ -156,6 +158,31 @@ def basic_user(request: Request, encoded: str) -> tuple[AbstractBaseUser, int | 
     return found
 
 
+def known_basic_user(
+    request: HttpRequest, encoded: str, read: tuple[Any, AccountState] | None
+) -> tuple[AbstractBaseUser, int | None] | None:
+    """The fast path's (fastpath) basic_user: the user of Basic credentials this process
+    verified and that still hold, and the app password's id; `read`: the user's id and state
+    read with the request's session. None for anything else (malformed, not known here, the
+    username locked out), which the view decides as basic_user does, counting what it must."""
+    try:
+        username, password = _basic_credentials(encoded)
+        refuse_while_throttled(request, username)
+    except (AuthenticationFailed, Throttled):
+        return None
+    return credentials.user(username, password, read)
+
+
+def app_session_of(data: Mapping[str, Any], user: Any, app_password_id: int | None) -> bool:
+    """Whether a session's `data` is the app session Basic credentials of `user` (and of that
+    app password) would make: an app sending both needs no session written again."""
+    return (
+        data.get(SESSION_KEY) == str(user.pk)
+        and data.get(SURFACE_SESSION_KEY) == APP
+        and data.get(APP_PASSWORD_SESSION_KEY) == app_password_id
+    )
+
+
 class BasicThenSessionAuthentication(BaseAuthentication):
     """The gpodder.net API's: HTTP Basic (the account's username and its password or an app
     password), else the session cookie a successful Basic authentication set (`accepted`). No
@@ -194,10 +221,8 @@ class BasicThenSessionAuthentication(BaseAuthentication):
         user (an app sending both writes no session again)."""
         session = request._request.session
         app_password_id = getattr(request, "app_password_id", None)
-        if getattr(request, "by_basic", False) and (
-            session.get(SESSION_KEY) != str(request.user.pk)
-            or session.get(SURFACE_SESSION_KEY) != APP
-            or session.get(APP_PASSWORD_SESSION_KEY) != app_password_id
+        if getattr(request, "by_basic", False) and not app_session_of(
+            session, request.user, app_password_id
         ):
             login(request._request, request.user, backend=MODEL_BACKEND)  # type: ignore[arg-type]
             # The session remembers the app password it was made with: revoking it ends it.

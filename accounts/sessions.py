@@ -16,7 +16,7 @@ sign-out, a new password or a deactivation counts at once in every process
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -142,23 +142,17 @@ class SessionStore(db.SessionStore):
 
     def load(self) -> dict[str, Any]:
         key = self._session_key
-        known = app_sessions.get(key) if key is not None else None
-        if known is not None:
-            remembered, expires = known
-            user_id = session_user_id(remembered.get(SESSION_KEY))
-            rows = sql.fetch(_SESSION_STATE_SQL(), [user_id, key], _STATE, prepare=True)
-            if rows and rows[0][0] == expires:  # the same row, unchanged (get checked expiry)
-                if rows[0][1] is not None:
-                    self.account_state = AccountState(*rows[0][1:])
-                return remembered
-            app_sessions.forget(key)
+        remembered = remembered_app_session(key) if key is not None else None
+        if remembered is not None:
+            data, self.account_state = remembered
+            return data
         found = self._get_session_from_db()  # type: ignore[attr-defined]
         if found is None:
             return {}
-        data: dict[str, Any] = self.decode(found.session_data)
-        if data.get(SURFACE_SESSION_KEY) == APP and self._session_key is not None:
-            app_sessions.add(self._session_key, data, found.expire_date)
-        return data
+        decoded: dict[str, Any] = self.decode(found.session_data)
+        if decoded.get(SURFACE_SESSION_KEY) == APP and self._session_key is not None:
+            app_sessions.add(self._session_key, decoded, found.expire_date)
+        return decoded
 
     def create_model_instance(self, data: dict[str, Any]) -> Any:
         written = super().create_model_instance(data)
@@ -177,6 +171,23 @@ class SessionStore(db.SessionStore):
     def delete(self, session_key: str | None = None) -> None:
         app_sessions.forget(session_key if session_key is not None else self._session_key)
         super().delete(session_key)
+
+
+def remembered_app_session(key: str) -> tuple[dict[str, Any], AccountState | None] | None:
+    """The data of an app session this process remembers, while its row stands unchanged (the
+    expiry every save moves), with its user's state, read in the same prepared lookup (None: no
+    such user). None when it is not remembered, or is no longer as remembered (then forgotten).
+    SessionStore.load's first try, and the fast path's (fastpath)."""
+    known = app_sessions.get(key)
+    if known is None:
+        return None
+    remembered, expires = known
+    user_id = session_user_id(remembered.get(SESSION_KEY))
+    rows = sql.fetch(_SESSION_STATE_SQL(), [user_id, key], _STATE, prepare=True)
+    if rows and rows[0][0] == expires:  # the same row, unchanged (get checked expiry)
+        return remembered, None if rows[0][1] is None else AccountState(*rows[0][1:])
+    app_sessions.forget(key)
+    return None
 
 
 @functools.cache
@@ -199,25 +210,46 @@ def session_user_id(value: Any) -> Any:
         return None
 
 
-def _app_user(request: HttpRequest) -> Any:
-    """The user of an app session as django.contrib.auth.get_user finds it (active, and the
-    session made under the account's current password), from this process's memory while the
-    account's state is the same (accounts.active.current_user)."""
-    session = request.session
-    user_id = session_user_id(session[SESSION_KEY])
-    if user_id is None:
-        return AnonymousUser()
-    remembered = current_user(user_id, getattr(session, "account_state", None))
+def remembered_session_user(
+    data: Mapping[str, Any], state: AccountState | None
+) -> AbstractBaseUser | None:
+    """The user of an app session's `data` as django.contrib.auth.get_user finds it (active, and
+    the session made under the account's current password), from this process's memory while
+    the account's state is the same (accounts.active.current_user); `state`: read with the
+    session already, if it was. None: not found so (Django's own check then decides)."""
+    user_id = session_user_id(data.get(SESSION_KEY))
+    remembered = None if user_id is None else current_user(user_id, state)
     if (
         remembered is not None
-        and session.get(BACKEND_SESSION_KEY) in settings.AUTHENTICATION_BACKENDS
+        and data.get(BACKEND_SESSION_KEY) in settings.AUTHENTICATION_BACKENDS
         and constant_time_compare(
-            session.get(HASH_SESSION_KEY) or "", remembered.get_session_auth_hash()
+            data.get(HASH_SESSION_KEY) or "", remembered.get_session_auth_hash()
         )
     ):
         return remembered
-    # Django's own check, which also ends a session made under another password.
-    return get_user(request)
+    return None
+
+
+def _app_user(request: HttpRequest) -> Any:
+    """The user of an app session (remembered_session_user), else as Django finds it."""
+    session = request.session
+    if session_user_id(session[SESSION_KEY]) is None:
+        return AnonymousUser()
+    remembered = remembered_session_user(session, getattr(session, "account_state", None))
+    # Else Django's own check, which also ends a session made under another password.
+    return remembered if remembered is not None else get_user(request)
+
+
+def app_session_standing(data: Mapping[str, Any], path: str) -> bool:
+    """Whether an app session's `data` may be used on `path` (the request's path_info): made on
+    the app surface, the path one of the app APIs', and the app password it was made with, if
+    any, still standing (_user_here's rules; a session that fails them is the view's to end)."""
+    if data.get(SURFACE_SESSION_KEY) != APP or surface_of(path) != APP:
+        return False
+    app_password_id = data.get(APP_PASSWORD_SESSION_KEY)
+    return app_password_id is None or app_password_stands(
+        user_id=data.get(SESSION_KEY), app_password_id=app_password_id
+    )
 
 
 def _user_here(request: HttpRequest) -> Any:

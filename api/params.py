@@ -5,6 +5,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from django.http import HttpRequest
 from rest_framework.request import Request
 
 from core.exceptions import InvalidInput
@@ -69,9 +70,10 @@ def parse_timestamp(name: str, value: str) -> datetime:
         raise bad_parameter(name, "is not a valid date-time") from None
 
 
-def query_param(request: Request, name: str) -> str | None:
-    """The one value of a query parameter, or None; given twice it is ambiguous, so a 405."""
-    values = request.query_params.getlist(name)
+def query_param(request: Request | HttpRequest, name: str) -> str | None:
+    """The one value of a query parameter, or None; given twice it is ambiguous, so a 405. Of a
+    view's request or of Django's own (the fast path's: fastpath)."""
+    values = request.GET.getlist(name)
     if len(values) > 1:
         raise bad_parameter(name, "must be given at most once")
     return values[0] if values else None
@@ -88,7 +90,7 @@ def reject_unknown(request: Request, known: Iterable[str]) -> None:
         )
 
 
-def since_param(request: Request, *, required: bool = True) -> int:
+def since_param(request: Request | HttpRequest, *, required: bool = True) -> int:
     """The query's `since` in the apps' protocols (the gpodder.net API, Nextcloud's): whole seconds
     since the epoch; 0 when absent and not `required`."""
     value = query_param(request, "since")

@@ -18,6 +18,11 @@ from api.renderers import JSONRenderer
 from core.exceptions import NotAuthorized
 
 
+def names_user(kwargs: dict[str, Any], user: Any) -> bool:
+    """Whether a path that names a user (its `username`) names the authenticated one."""
+    return "username" not in kwargs or kwargs["username"] == user.get_username()
+
+
 # The OpenAPI document describes /v1/; docs/gpodder-api.md and docs/nextcloud.md these.
 @extend_schema(exclude=True)
 class AppView(APIView):
@@ -29,7 +34,7 @@ class AppView(APIView):
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        if "username" in kwargs and kwargs["username"] != request.user.get_username():
+        if not names_user(kwargs, request.user):
             raise NotAuthorized()
         accepted = getattr(request.successful_authenticator, "accepted", None)
         if accepted is not None:

@@ -3,6 +3,7 @@
 from typing import Any
 
 import orjson
+from django.http import HttpResponse
 from rest_framework import renderers
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -46,3 +47,9 @@ class JSONRenderer(renderers.JSONRenderer):
             return super().render(data, accepted_media_type, renderer_context)
         except UnicodeEncodeError:
             return _EscapingJSONRenderer().render(data, accepted_media_type, renderer_context)
+
+
+def json_answer(data: Any) -> HttpResponse:
+    """A 200 of `data` with the bytes and type a view's Response of it has (the fast path's:
+    fastpath)."""
+    return HttpResponse(JSONRenderer().render(data), content_type=JSONRenderer.media_type)

@@ -38,8 +38,9 @@ def _free_port() -> int:
 
 
 def server_env(data: Path, port: int) -> dict[str, str]:
-    """A person's shell, with the data folder and port of this run."""
-    kept = ("PATH", "HOME", "LANG")
+    """A person's shell, with the data folder and port of this run (and the bench's FAST_PATH,
+    when it sets one)."""
+    kept = ("PATH", "HOME", "LANG", "FAST_PATH")
     return {
         **{name: os.environ[name] for name in kept if name in os.environ},
         "DATA_DIR": str(data),

@@ -7,7 +7,9 @@ sync (bench/apps.py) with 1 and with 4 devices of one user, and a phone 600 s la
   the figure its targets are for, and again on the bench's PostgreSQL with fsync,
   synchronous_commit and full_page_writes off (not crash-safe), printed beside it unless
   BENCH_PEER_FSYNC_OFF=0;
-- the home server (`manage.py serve`) on SQLite.
+- the home server (`manage.py serve`) on SQLite;
+- unless BENCH_PEER_FAST_PATH_OFF=0, this service on the durable PostgreSQL and the home server
+  again with FAST_PATH=false, every request through its view (docs/fast-path.md).
 
 Each server is started afresh on an empty store for each of BENCH_PEER_RUNS runs (3), and each
 ratio is printed as the median of the runs with its lowest and highest. oPodSync comes from its
@@ -51,12 +53,16 @@ RUNS = int(os.environ.get("BENCH_PEER_RUNS", "3"))
 PROFILE = os.environ.get("BENCH_PEER_PROFILE", "") == "1"
 # "0": this service on durable PostgreSQL only, a fifth less time.
 FSYNC_OFF = os.environ.get("BENCH_PEER_FSYNC_OFF", "1") != "0"
+# "0": the fast path on only, without the rows of every request through its view.
+FAST_PATH_OFF = os.environ.get("BENCH_PEER_FAST_PATH_OFF", "1") != "0"
 USER = "peer"
 PHP_S = "oPodSync, php -S"
 PHP_FPM = "oPodSync, nginx + php-fpm"
 SERVICE = "this service, gunicorn + PostgreSQL (its defaults: durable)"
 SERVICE_FSYNC_OFF = "this service, gunicorn + PostgreSQL with fsync off (not crash-safe)"
 HOME = "home server, SQLite"
+SERVICE_VIEWS = "this service, durable, FAST_PATH=false (every request through its view)"
+HOME_VIEWS = "home server, SQLite, FAST_PATH=false"
 # The kinds of process that serve each (bench.harness.Tree's), under the names its CPU row gives
 # them: the home server's processes are gunicorn too (`manage.py serve` becomes one).
 OWN_PROCESSES = {
@@ -65,6 +71,8 @@ OWN_PROCESSES = {
     SERVICE: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
     SERVICE_FSYNC_OFF: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
     HOME: {"service": "its gunicorn"},
+    SERVICE_VIEWS: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
+    HOME_VIEWS: {"service": "its gunicorn"},
 }
 
 # Each server: a context manager that starts it afresh and yields its URL, with USER's account,
@@ -167,14 +175,20 @@ def opodsync(folder: Path, fpm: bool) -> Iterator[tuple[str, list[Tree]]]:
 
 @contextlib.contextmanager
 def service(
-    pg: servers.Server, redis_server: servers.RedisServer, folder: Path, profiled: bool = False
+    pg: servers.Server,
+    redis_server: servers.RedisServer,
+    folder: Path,
+    profiled: bool = False,
+    fast_path: bool = True,
 ) -> Iterator[tuple[str, list[Tree]]]:
     """This service under gunicorn on a new database of `pg`, with USER's account; `profiled`:
-    where its workers' time went while it served, printed once it is done (bench.profiles)."""
+    where its workers' time went while it served, printed once it is done (bench.profiles);
+    `fast_path`: FAST_PATH."""
     database = f"opa_peer_{folder.name.replace('-', '_')}"
     redis_url = f"redis://127.0.0.1:{redis_server.port}/6"
     redis.Redis.from_url(redis_url).flushdb()  # nothing remembered of an earlier run's account
     env = service_on(pg, database, redis_url, users=(USER,))
+    env["FAST_PATH"] = "true" if fast_path else "false"
     app = Gunicorn("config.wsgi", env, folder / "gunicorn.log")
     samples = folder / "gil-samples.txt"
     with running(app):
@@ -195,9 +209,13 @@ def service(
 
 
 @contextlib.contextmanager
-def home_server(folder: Path, rss: list[float] | None = None) -> Iterator[tuple[str, list[Tree]]]:
+def home_server(
+    folder: Path, rss: list[float] | None = None, fast_path: bool = True
+) -> Iterator[tuple[str, list[Tree]]]:
     """The home server on a new data folder, with USER's account; `rss` is given the memory
-    (MB) its processes hold once the load is done, as a Pi would have to."""
+    (MB) its processes hold once the load is done, as a Pi would have to; `fast_path`:
+    FAST_PATH."""
+    os.environ["FAST_PATH"] = "true" if fast_path else "false"  # bench.home.server_env's
     port = servers.free_port()
     data = folder / "data"
     with home.serving(data, port, folder / "serve.log"):
@@ -229,6 +247,10 @@ class Measured:
         for kind, seconds in used.items():
             if kind in own and seconds > 0 and requests:
                 self.cpu_ms[count].setdefault(own[kind], []).append(seconds / requests * 1000)
+
+    def cpu_total(self, count: int) -> float:
+        """The CPU milliseconds per answered request of all its kinds of process (medians)."""
+        return sum(statistics.median(values) for values in self.cpu_ms[count].values())
 
     def described_cpu(self, count: int) -> str:
         kinds = self.cpu_ms[count]
@@ -268,6 +290,16 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
                 else {}
             ),
             HOME: lambda folder: home_server(folder, home_rss),
+            **(
+                {
+                    SERVICE_VIEWS: lambda folder: service(
+                        durable, redis_server, folder, fast_path=False
+                    ),
+                    HOME_VIEWS: lambda folder: home_server(folder, fast_path=False),
+                }
+                if FAST_PATH_OFF
+                else {}
+            ),
         }
         found = {name: Measured() for name in started_afresh}
         for run in range(RUNS):
@@ -324,17 +356,35 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
                 f"peers: service, PostgreSQL fsync off (not crash-safe), vs {best}, {count} app(s)",
                 spread(ratios(found[SERVICE_FSYNC_OFF], clean, count)),
             )
-    for count, target in ((1, ">= 1.5x"), (4, ">= 1x")):
+        if SERVICE_VIEWS in found:
+            row(
+                f"peers: service, durable, FAST_PATH=false, vs {best}, {count} app(s)",
+                spread(ratios(found[SERVICE_VIEWS], clean, count)),
+            )
+    for count, target in ((1, ">= 1.5x"), (4, ">= 2x")):
         row(
             f"peers: home server vs oPodSync php -S, {count} app(s)",
             spread(ratios(found[HOME], [peers[0]], count)),
             target,
         )
+        if HOME_VIEWS in found:
+            row(
+                f"peers: home server, FAST_PATH=false, vs oPodSync php -S, {count} app(s)",
+                spread(ratios(found[HOME_VIEWS], [peers[0]], count)),
+            )
+    php_cpu = found[PHP_S].cpu_total(1)
+    for name in (SERVICE, SERVICE_VIEWS, HOME, HOME_VIEWS):
+        if name in found and php_cpu:
+            row(
+                f"peers: {name}, server CPU per answered request at 1 app vs oPodSync php -S",
+                f"{found[name].cpu_total(1) / php_cpu:.2f}x",
+                "<= 1x" if name in (SERVICE, HOME) else "",
+            )
     row(
         "peers: home server's memory after the load (RSS of its processes, each run and count)",
         f"median {statistics.median(home_rss):.0f} MB, most {max(home_rss):.0f} MB",
     )
-    for name in (SERVICE, SERVICE_FSYNC_OFF, HOME):
+    for name in (SERVICE, SERVICE_FSYNC_OFF, HOME, SERVICE_VIEWS, HOME_VIEWS):
         if name in found:
             row(
                 f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",

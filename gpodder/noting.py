@@ -4,6 +4,7 @@ episode and Nextcloud views share."""
 
 from typing import Any, cast
 
+from django.http import HttpRequest
 from rest_framework.request import Empty, Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,6 +16,24 @@ from gpodder import diagnostics, services
 REFUSALS = (400, 409, 413, 415, 429)
 
 
+Notes = dict[str | None, diagnostics.SyncNote]
+
+
+def note_sync(
+    request: Request | HttpRequest, protocol: str, session_key: str | None, notes: Notes
+) -> None:
+    """Note what a sync request of its user did: `notes`, device id (None: the device of the
+    same app) to what it did; `session_key`: its app session on the gpodder API. The views'
+    (SyncNoting) and the fast path's (fastpath)."""
+    diagnostics.sync_note_record(
+        user_id=cast(int, request.user.pk),
+        protocol=protocol,
+        agent=request.META.get("HTTP_USER_AGENT", ""),
+        session_key=session_key,
+        notes=notes,
+    )
+
+
 class SyncNoting(APIView):
     """A view of a sync request: it notes what the request did on its device, and a refusal
     with the reason its answer gave (gpodder.diagnostics), for the device's page."""
@@ -24,13 +43,7 @@ class SyncNoting(APIView):
 
     def note(self, request: Request, notes: dict[str | None, diagnostics.SyncNote]) -> None:
         """`notes`: device id (None: the device of the same app) to what it did."""
-        diagnostics.sync_note_record(
-            user_id=cast(int, request.user.pk),
-            protocol=self.protocol,
-            agent=request.META.get("HTTP_USER_AGENT", ""),
-            session_key=self.session_key(request),
-            notes=notes,
-        )
+        note_sync(request, self.protocol, self.session_key(request), notes)
 
     def session_key(self, request: Request) -> str | None:
         """The app's session on the gpodder API (its cookie's key, read from the cookie alone)."""

@@ -5,18 +5,19 @@ import json
 from typing import Any
 
 from django.contrib.auth import logout
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.basic import BasicThenSessionAuthentication
 from api.params import since_param
-from api.parsers import RawBodyParser
+from api.parsers import RawBodyParser, app_json
 from api.protocols import AppView
+from api.renderers import json_answer
 from core import clock
 from core.exceptions import InvalidInput
 from gpodder import diagnostics, selectors, services
-from gpodder.noting import SyncNoting
+from gpodder.noting import SyncNoting, note_sync
 from gpodder.serializers import (
     DeviceSettingsSerializer,
     SubscriptionChangesSerializer,
@@ -31,7 +32,7 @@ class GpodderView(AppView):
     authentication_classes = [BasicThenSessionAuthentication]
 
 
-def follows_update_urls(request: Request) -> bool:
+def follows_update_urls(request: Request | HttpRequest) -> bool:
     """gPodder (mygpoclient, under its own name or gPodder's) rewrites its URLs as an upload's
     update_urls say; AntennaPod and Kasts do not, and keep the URL they sent."""
     agent = request.META.get("HTTP_USER_AGENT", "").lower()
@@ -83,16 +84,44 @@ class SyncDevicesView(GpodderView):
     post = get
 
 
+def subscriptions_pulled(
+    request: Request | HttpRequest, *, device: str, session_key: str | None
+) -> dict[str, Any]:
+    """A subscription pull's answer, noted on its device: the view's and the fast path's
+    (fastpath; `session_key`: the request's app session)."""
+    since = since_param(request)
+    changes = services.subscription_pull(user=request.user, device_id=device, since=since)
+    pulled = diagnostics.subscriptions_pulled(added=len(changes.add), removed=len(changes.remove))
+    note_sync(request, diagnostics.Protocol.GPODDER, session_key, {device: pulled})
+    return {"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp}
+
+
+def subscriptions_uploaded(
+    request: Request | HttpRequest, data: Any, *, device: str, session_key: str | None
+) -> dict[str, Any]:
+    """A subscription upload's answer, `data` its body read, noted on its device: the view's
+    and the fast path's."""
+    serializer = SubscriptionChangesSerializer(data=data)
+    serializer.is_valid(raise_exception=True)
+    services.subscription_changes_check(**serializer.validated_data)
+    found = services.device_touch(user=request.user, device_id=device)
+    upload = services.subscription_upload(
+        user=request.user,
+        device=found,
+        follows_update_urls=follows_update_urls(request),
+        **serializer.validated_data,
+    )
+    uploaded = diagnostics.subscriptions_uploaded(
+        **serializer.validated_data, update_urls=upload.update_urls
+    )
+    note_sync(request, diagnostics.Protocol.GPODDER, session_key, {device: uploaded})
+    return {"timestamp": upload.timestamp, "update_urls": upload.update_urls}
+
+
 class SubscriptionsView(SyncNoting, GpodderView):
     def get(self, request: Request, username: str, device: str) -> Response:
-        since = since_param(request)
-        changes = services.subscription_pull(user=request.user, device_id=device, since=since)
-        pulled = diagnostics.subscriptions_pulled(
-            added=len(changes.add), removed=len(changes.remove)
-        )
-        self.note(request, {device: pulled})
         return Response(
-            {"add": changes.add, "remove": changes.remove, "timestamp": changes.timestamp}
+            subscriptions_pulled(request, device=device, session_key=self.session_key(request))
         )
 
     def post(self, request: Request, username: str, device: str) -> Response:
@@ -103,21 +132,21 @@ class SubscriptionsView(SyncNoting, GpodderView):
                 'the body is empty: send {"add": [...], "remove": [...]}',
                 errors={"body": ["Send a JSON object with add and remove."]},
             )
-        serializer = SubscriptionChangesSerializer(data=data)
-        serializer.is_valid(raise_exception=True)
-        services.subscription_changes_check(**serializer.validated_data)
-        found = services.device_touch(user=request.user, device_id=device)
-        upload = services.subscription_upload(
-            user=request.user,
-            device=found,
-            follows_update_urls=follows_update_urls(request),
-            **serializer.validated_data,
-        )
-        uploaded = diagnostics.subscriptions_uploaded(
-            **serializer.validated_data, update_urls=upload.update_urls
-        )
-        self.note(request, {device: uploaded})
-        return Response({"timestamp": upload.timestamp, "update_urls": upload.update_urls})
+        key = self.session_key(request)
+        return Response(subscriptions_uploaded(request, data, device=device, session_key=key))
+
+
+def fast_pull(request: HttpRequest, session_key: str | None, device: str) -> HttpResponse:
+    """SubscriptionsView's GET on the fast path (fastpath)."""
+    return json_answer(subscriptions_pulled(request, device=device, session_key=session_key))
+
+
+def fast_upload(request: HttpRequest, session_key: str | None, device: str) -> HttpResponse:
+    """SubscriptionsView's POST on the fast path; a request with no body is the view's."""
+    answer = subscriptions_uploaded(
+        request, app_json(request), device=device, session_key=session_key
+    )
+    return json_answer(answer)
 
 
 def _list_answer(urls: list[str], fmt: str, owner: str) -> HttpResponse | Response:

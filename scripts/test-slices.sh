@@ -93,7 +93,7 @@ prepared() {
 (
   pooled=$(pytest_for "$pooled_python")
   # shellcheck disable=SC2086  # the slices are lists of paths
-  [ -z "$pooled" ] || ! prepared || DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 \
+  [ -z "$pooled" ] || ! prepared || DATABASE_POOL_MODE=transaction TEST_PGBOUNCER=1 FAST_PATH=false \
     run pooled "$pooled" -p no:cacheprovider -n 1 --reuse-db $POOLED_SLICE
   for python in "${others[@]}"; do
     if [ "$python" = "$home_python" ]; then

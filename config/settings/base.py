@@ -132,6 +132,9 @@ MIDDLEWARE = [
     "api.middleware.BodySizeLimitMiddleware",
     # Secure cookies over HTTPS only: outside every middleware that sets one.
     "api.middleware.SecureCookiesOverHttpsMiddleware",
+    # The apps' hot sync requests answered by the views' own functions, past every check above
+    # and without the rest (docs/fast-path.md); any other request goes on to its view.
+    "fastpath.middleware.FastPathMiddleware",
     # Django's session, user and message middleware, skipped for /v1/ requests.
     "api.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -305,6 +308,9 @@ GPODDER_REALM = env.str("GPODDER_REALM", default="opa-subscriptions")
 # How long a web process remembers Basic credentials it verified (an Argon2 check each time
 # otherwise); a changed password or a deactivation ends them at once. 0: check every time.
 GPODDER_CREDENTIAL_CACHE_SECONDS = env.int("GPODDER_CREDENTIAL_CACHE_SECONDS", default=300)
+# The apps' hot sync requests answered without Django's view stack when they can be
+# (docs/fast-path.md); false sends every request through its view.
+FAST_PATH = env.bool("FAST_PATH", default=True)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "accounts.authentication.BearerAuthentication",

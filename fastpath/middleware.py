@@ -1,0 +1,186 @@
+"""FastPathMiddleware: the hot requests' common case, answered by the views' own functions.
+
+A request is taken only when all of this holds, and passed on to the view otherwise:
+
+- FAST_PATH is on, and the URLconf resolves the path to a view and method of ROUTES;
+- no browser sent it (api.browsers: the view refuses what another site makes a browser send);
+- its caller is known to this process without a password check or a session write: on the
+  gpodder API, the app session its cookie names, remembered and standing (accounts.sessions),
+  with Basic credentials verified here before that are that session's own (accounts.basic), or
+  none; on the Nextcloud paths, Basic credentials verified here before;
+- the path names that caller, and the view's throttles let it through;
+- the handler, the view's own answer, neither refuses it nor meets an error: any refusal
+  (bad input, a conflict, the database away) is the view's to answer, as it always does.
+
+It comes after the middleware that guards every request (hosts, proxies, HTTPS, body limits,
+Cache-Control), so their rules stay theirs; what the skipped middleware and DRF would add to an
+answer (the session's Vary, Allow, Content-Length, X-Frame-Options, the CSP) is added by theirs.
+"""
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY
+from django.core.exceptions import SuspiciousOperation
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponseBase
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.urls import Resolver404, resolve
+from django.utils.cache import patch_vary_headers
+from rest_framework.exceptions import APIException
+from rest_framework.views import APIView
+
+from accounts.basic import (
+    BasicOnlyAuthentication,
+    BasicThenSessionAuthentication,
+    app_session_of,
+    known_basic_user,
+)
+from accounts.sessions import (
+    APP_PASSWORD_SESSION_KEY,
+    app_session_standing,
+    remembered_app_session,
+    remembered_session_user,
+    session_user_id,
+)
+from api.browsers import from_browser
+from api.middleware import CSPMiddleware
+from api.protocols import names_user
+from core.exceptions import DomainError
+from episodes import views as episodes
+from gpodder import views as gpodder
+from nextcloud import views as nextcloud
+
+Handler = Callable[..., HttpResponseBase | None]
+
+# The view and method of each hot request, and its handler: (request, session key, the path's
+# parameters but the username) to its answer, or None for the view's.
+ROUTES: dict[tuple[type[APIView], str], Handler] = {
+    (gpodder.SubscriptionsView, "GET"): gpodder.fast_pull,
+    (gpodder.SubscriptionsView, "POST"): gpodder.fast_upload,
+    (episodes.EpisodeActionsView, "GET"): episodes.fast_download,
+    (episodes.EpisodeActionsView, "POST"): episodes.fast_upload,
+    (nextcloud.SubscriptionsView, "GET"): nextcloud.fast_pull,
+    (nextcloud.SubscriptionChangeView, "POST"): nextcloud.fast_change,
+    (nextcloud.EpisodeActionsView, "GET"): nextcloud.fast_download,
+    (nextcloud.EpisodeActionCreateView, "POST"): nextcloud.fast_create,
+}
+_PREFIXES = ("/api/2/", "/index.php/apps/gpoddersync/", "/apps/gpoddersync/")
+
+# What made a handler pass a request on: each is the view's to answer.
+_PASSED_ON = (DomainError, APIException, DatabaseError, OSError, SuspiciousOperation)
+
+# The requests this process answered here, by view and method: what the tests read to know the
+# fast path answered, not the view.
+answered: Counter[tuple[str, str]] = Counter()
+
+
+class FastPathMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]):
+        self.get_response = get_response
+        # The response hooks of the middleware a fast answer skips, in MIDDLEWARE's order
+        # inside out: what they add to a view's answer.
+        self._finishing: list[Callable[[HttpRequest, Any], Any]] = [
+            middleware(get_response).process_response
+            for middleware in (XFrameOptionsMiddleware, CSPMiddleware, CommonMiddleware)
+        ]
+        self._allowed: dict[type[APIView], str] = {}
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if settings.FAST_PATH and request.path_info.startswith(_PREFIXES):
+            response = self._answer(request)
+            if response is not None:
+                return response
+        return self.get_response(request)
+
+    def _answer(self, request: HttpRequest) -> HttpResponseBase | None:
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return None
+        view: type[APIView] | None = getattr(match.func, "view_class", None)
+        handler = None if view is None else ROUTES.get((view, request.method or ""))
+        if view is None or handler is None or from_browser(request):
+            return None
+        by_session = view.authentication_classes == [BasicThenSessionAuthentication]
+        try:
+            response = self._answered(request, view, handler, match.kwargs, by_session)
+        except _PASSED_ON:
+            return None
+        return None if response is None else self._finished(request, response, view, by_session)
+
+    def _answered(
+        self,
+        request: HttpRequest,
+        view: type[APIView],
+        handler: Handler,
+        kwargs: dict[str, Any],
+        by_session: bool,
+    ) -> HttpResponseBase | None:
+        if by_session:
+            session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+            caller = _app_caller(request, session_key)
+        elif view.authentication_classes == [BasicOnlyAuthentication]:
+            session_key, caller = None, _basic_caller(request)
+        else:
+            return None
+        if caller is None or not names_user(kwargs, caller[0]):
+            return None
+        request.user, request.app_password_id = caller  # type: ignore[attr-defined]
+        for throttle in view.throttle_classes:
+            # DRF's throttles read the request's user and address alone.
+            throttle().allow_request(request, None)  # type: ignore[arg-type]
+        parameters = {k: v for k, v in kwargs.items() if k != "username"}
+        return handler(request, session_key, **parameters)
+
+    def _finished(
+        self,
+        request: HttpRequest,
+        response: HttpResponseBase,
+        view: type[APIView],
+        by_session: bool,
+    ) -> HttpResponseBase:
+        # DRF's Allow, and the Vary SessionMiddleware adds once a request read its session.
+        if view not in self._allowed:
+            instance = view()
+            instance.setup(request)  # as_view's: HEAD beside GET
+            self._allowed[view] = ", ".join(instance.allowed_methods)
+        response["Allow"] = self._allowed[view]
+        if by_session:
+            patch_vary_headers(response, ("Cookie",))
+        for finish in self._finishing:
+            response = finish(request, response)
+        answered[(view.__name__, request.method or "")] += 1
+        return response
+
+
+def _app_caller(request: HttpRequest, session_key: str | None) -> tuple[Any, int | None] | None:
+    """The user and app password id of a gpodder API request, as BasicThenSessionAuthentication
+    finds them, when that needs no password check and no session written: its app session,
+    remembered and standing, and Basic credentials, if it sends them, verified here already and
+    that very session's. None: the view's to find."""
+    if session_key is None:
+        return None  # Basic alone makes a session: the view's
+    remembered = remembered_app_session(session_key)
+    if remembered is None or not app_session_standing(remembered[0], request.path_info):
+        return None
+    data, state = remembered
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header[:6].lower() == "basic ":
+        read = None if state is None else (session_user_id(data.get(SESSION_KEY)), state)
+        known = known_basic_user(request, header[6:], read)
+        return known if known is not None and app_session_of(data, *known) else None
+    user = remembered_session_user(data, state)
+    return None if user is None else (user, data.get(APP_PASSWORD_SESSION_KEY))
+
+
+def _basic_caller(request: HttpRequest) -> tuple[Any, int | None] | None:
+    """The user and app password id of a Nextcloud request, as BasicOnlyAuthentication finds
+    them, when its Basic credentials were verified here already. None: the view's to check."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header[:6].lower() != "basic ":
+        return None
+    return known_basic_user(request, header[6:], None)

@@ -1,0 +1,187 @@
+"""Who the fast path answers: an app's session, remembered here and standing, checked in the
+database on every request, so that a sign-out, a new password, a deactivation or a revoked app
+password counts at once in every process; everything else is the view's."""
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+from django.test import Client
+
+from accounts import services
+from accounts.throttles import LoginThrottle
+from api.throttles import UserThrottle
+from fastpath import middleware
+from tests.factories import UserFactory
+from tests.helpers import PASSWORD
+
+PULL = "/api/2/subscriptions/alice/phone.json?since=0"
+
+
+def basic(password: str = PASSWORD) -> str:
+    return "Basic " + base64.b64encode(f"alice:{password}".encode()).decode()
+
+
+def app_session(password: str = PASSWORD) -> Client:
+    """AntennaPod's way: Basic on login.json, then its cookie alone."""
+    client = Client()
+    answer = client.post(
+        "/api/2/auth/alice/login.json",
+        b"",
+        content_type="plain/text",
+        HTTP_AUTHORIZATION=basic(password),
+    )
+    assert answer.status_code == 200
+    return client
+
+
+def fast(client: Client, **headers: Any) -> tuple[int, bool]:
+    """A pull's status, and whether the fast path answered it."""
+    before = middleware.answered.total()
+    status = client.get(PULL, **headers).status_code
+    return status, middleware.answered.total() > before
+
+
+@pytest.fixture(autouse=True)
+def _fast_path_on(settings: Any) -> None:
+    """Whatever FAST_PATH the run has (make test's pooled slice turns it off)."""
+    settings.FAST_PATH = True
+
+
+@pytest.fixture
+def alice(db: None) -> Any:
+    return UserFactory(username="alice", with_password=PASSWORD)
+
+
+def test_an_apps_session_is_answered_by_the_fast_path_and_only_when_on(
+    alice: Any, settings: Any
+) -> None:
+    client = app_session()
+    assert fast(client) == (200, True)
+    settings.FAST_PATH = False
+    assert fast(client) == (200, False)
+
+
+def _sign_out(alice: Any, client: Client) -> None:
+    assert client.post("/api/2/auth/alice/logout.json").status_code == 200
+
+
+def _new_password(alice: Any, client: Client) -> None:
+    alice.set_password("another long passphrase")
+    alice.save()
+
+
+def _turned_off(alice: Any, client: Client) -> None:
+    alice.is_active = False
+    alice.save()
+
+
+# As another process makes them: in the database only, with no word to this one.
+def _session_gone_elsewhere(alice: Any, client: Client) -> None:
+    Session.objects.all().delete()
+
+
+def _password_elsewhere(alice: Any, client: Client) -> None:
+    get_user_model().objects.filter(pk=alice.pk).update(password="argon2$elsewhere")
+
+
+def _turned_off_elsewhere(alice: Any, client: Client) -> None:
+    get_user_model().objects.filter(pk=alice.pk).update(is_active=False)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _sign_out,
+        _new_password,
+        _turned_off,
+        _session_gone_elsewhere,
+        _password_elsewhere,
+        _turned_off_elsewhere,
+    ],
+)
+def test_a_change_of_the_account_counts_at_once(
+    alice: Any, change: Callable[[Any, Client], None]
+) -> None:
+    client = app_session()
+    assert fast(client) == (200, True)
+    change(alice, client)
+    assert fast(client) == (401, False)
+
+
+def test_a_revoked_app_password_ends_its_session_at_once(alice: Any) -> None:
+    made, secret = services.app_password_create(user=alice, name="AntennaPod")
+    client = app_session(secret)
+    assert fast(client) == (200, True)
+    services.app_password_revoke(user=alice, app_password_id=made.pk)
+    assert fast(client) == (401, False)
+    assert not Session.objects.exists()  # the view ended it
+
+
+def test_basic_alone_is_the_views_which_makes_the_session(alice: Any) -> None:
+    client = Client()
+    assert fast(client, HTTP_AUTHORIZATION=basic()) == (200, False)
+    assert fast(client, HTTP_AUTHORIZATION=basic()) == (200, True)  # with its cookie now
+
+
+def test_wrong_or_other_basic_beside_a_session_is_the_views(alice: Any) -> None:
+    UserFactory(username="bob", with_password=PASSWORD)
+    client = app_session()
+    assert fast(client, HTTP_AUTHORIZATION=basic("wrong")) == (401, False)
+    bob = "Basic " + base64.b64encode(f"bob:{PASSWORD}".encode()).decode()
+    # Bob's credentials on alice's cookie: the view signs bob in, and bob's path is not alice's.
+    assert fast(client, HTTP_AUTHORIZATION=bob) == (401, False)
+    assert fast(client, HTTP_AUTHORIZATION="Basic !!!") == (401, False)
+
+
+def test_a_locked_out_username_is_refused_with_its_right_password(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(LoginThrottle, "THROTTLE_RATES", {"user": "1000/min", "login": "3/min"})
+    client = app_session()
+    assert fast(client, HTTP_AUTHORIZATION=basic()) == (200, True)
+    for _ in range(3):
+        assert Client().get(PULL, HTTP_AUTHORIZATION=basic("wrong")).status_code == 401
+    assert fast(client, HTTP_AUTHORIZATION=basic()) == (429, False)
+
+
+def test_the_user_throttle_counts_fast_answers_and_the_view_refuses(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "3/min", "login": "10/min"})
+    client = app_session()  # login.json: the first of three
+    assert fast(client) == (200, True)
+    assert fast(client) == (200, True)
+    status, taken = fast(client)
+    assert (status, taken) == (429, False)
+    assert "3/min requests per user" in client.get(PULL).json()["message"]
+
+
+def test_a_session_made_on_the_pages_is_nobody_here(alice: Any) -> None:
+    client = Client()
+    answer = client.post("/login/", {"username": "alice", "password": PASSWORD})
+    assert answer.status_code == 302
+    assert fast(client) == (401, False)
+
+
+NEXTCLOUD = "/index.php/apps/gpoddersync/episode_action?since=0"
+
+
+def test_nextcloud_basic_is_answered_once_verified_and_never_after_a_revocation(
+    alice: Any,
+) -> None:
+    made, secret = services.app_password_create(user=alice, name="AntennaPod")
+    client = Client(HTTP_AUTHORIZATION=basic(secret))
+
+    def nextcloud() -> tuple[int, bool]:
+        before = middleware.answered.total()
+        status = client.get(NEXTCLOUD).status_code
+        return status, middleware.answered.total() > before
+
+    assert nextcloud() == (200, False)  # the view checks the password
+    assert nextcloud() == (200, True)
+    services.app_password_revoke(user=alice, app_password_id=made.pk)
+    assert nextcloud() == (401, False)
