@@ -68,13 +68,14 @@ ROUTES: dict[tuple[type[APIView], str], Handler] = {
     (nextcloud.EpisodeActionsView, "GET"): nextcloud.fast_download,
     (nextcloud.EpisodeActionCreateView, "POST"): nextcloud.fast_create,
 }
+# Where ROUTES' views are: a cheap test before the URLconf's, which /v1/ and the pages never pay.
 _PREFIXES = ("/api/2/", "/index.php/apps/gpoddersync/", "/apps/gpoddersync/")
 
 # What made a handler pass a request on: each is the view's to answer.
 _PASSED_ON = (DomainError, APIException, DatabaseError, OSError, SuspiciousOperation)
 
 # The requests this process answered here, by view and method: what the tests read to know the
-# fast path answered, not the view.
+# fast path answered, not the view (two threads adding at once may lose one).
 answered: Counter[tuple[str, str]] = Counter()
 
 

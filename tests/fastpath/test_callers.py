@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from accounts import services
 from accounts.throttles import LoginThrottle
@@ -185,3 +187,18 @@ def test_nextcloud_basic_is_answered_once_verified_and_never_after_a_revocation(
     assert nextcloud() == (200, True)
     services.app_password_revoke(user=alice, app_password_id=made.pk)
     assert nextcloud() == (401, False)
+
+
+def test_a_fast_answer_takes_no_more_queries_than_the_views(
+    alice: Any, settings: Any, django_assert_max_num_queries: Any
+) -> None:
+    """The session lookup, the pull's statement, the device's mark and its sync note: the
+    same statements as the view's, in the same number."""
+    client = app_session()
+    client.get(PULL)  # the device made
+    settings.FAST_PATH = False
+    with CaptureQueriesContext(connection) as by_view:
+        assert client.get(PULL).status_code == 200
+    settings.FAST_PATH = True
+    with django_assert_max_num_queries(len(by_view)):
+        assert fast(client) == (200, True)
