@@ -211,6 +211,24 @@ def _count_in(store: BaseCache, key: str, seconds: int) -> tuple[int, float]:
     return int(count), max(opened + seconds - now, 0.0)
 
 
+# The request's attribute naming the scopes that counted it and let it through already (the fast
+# path's, before it passed the request on to its view: fastpath), so no scope counts it twice.
+PASSED = "_throttles_passed"
+
+
+def throttles_pass(request: Any, throttles: list[Any]) -> bool:
+    """Whether each of `throttles` (throttle classes) lets the request through, each counting it
+    once, with its scope marked on the request; Throttled (429) from the first that does not."""
+    passed: set[str] = getattr(request, PASSED, set())
+    for throttle_class in throttles:
+        throttle = throttle_class()
+        if not throttle.allow_request(request, None):
+            return False
+        passed.add(throttle.scope)
+    setattr(request, PASSED, passed)
+    return True
+
+
 class LimitNamingThrottle(throttling.SimpleRateThrottle):
     limit_name = "requests"
     # Up to this share of the rate, a web process may count a client's requests on its own for a
@@ -220,7 +238,7 @@ class LimitNamingThrottle(throttling.SimpleRateThrottle):
     duration: int
 
     def allow_request(self, request: Any, view: Any) -> bool:
-        if self.rate is None:
+        if self.rate is None or self.scope in getattr(request, PASSED, ()):
             return True
         self.key = self.get_cache_key(request, view)
         if self.key is None:

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.core.exceptions import SuspiciousOperation
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase, UnreadablePostError
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.urls import Resolver404, resolve
@@ -47,8 +47,9 @@ from accounts.sessions import (
     session_user_id,
 )
 from api.browsers import from_browser
-from api.middleware import CSPMiddleware
+from api.middleware import BodyNotReceivedMiddleware, CSPMiddleware
 from api.protocols import names_user
+from api.throttles import throttles_pass
 from core.exceptions import DomainError
 from episodes import views as episodes
 from gpodder import views as gpodder
@@ -82,13 +83,15 @@ answered: Counter[tuple[str, str]] = Counter()
 class FastPathMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]):
         self.get_response = get_response
-        # The response hooks of the middleware a fast answer skips, in MIDDLEWARE's order
-        # inside out: what they add to a view's answer.
+        # The response hooks of the middleware a fast answer skips: what they add to a view's
+        # answer (each adds its own headers; their order makes no difference to them).
         self._finishing: list[Callable[[HttpRequest, Any], Any]] = [
             middleware(get_response).process_response
             for middleware in (XFrameOptionsMiddleware, CSPMiddleware, CommonMiddleware)
         ]
         self._allowed: dict[type[APIView], str] = {}
+        refusals = BodyNotReceivedMiddleware(get_response)  # type: ignore[arg-type]
+        self._body_not_received = refusals.process_exception
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if settings.FAST_PATH and request.path_info.startswith(_PREFIXES):
@@ -109,6 +112,9 @@ class FastPathMiddleware:
         by_session = view.authentication_classes == [BasicThenSessionAuthentication]
         try:
             response = self._answered(request, view, handler, match.kwargs, by_session)
+        except UnreadablePostError as exc:
+            # The body is spent: the view could not read it again. Answered as it would be.
+            return self._body_not_received(request, exc)
         except _PASSED_ON:
             return None
         return None if response is None else self._finished(request, response, view, by_session)
@@ -131,9 +137,8 @@ class FastPathMiddleware:
         if caller is None or not names_user(kwargs, caller[0]):
             return None
         request.user, request.app_password_id = caller  # type: ignore[attr-defined]
-        for throttle in view.throttle_classes:
-            # DRF's throttles read the request's user and address alone.
-            throttle().allow_request(request, None)  # type: ignore[arg-type]
+        if not throttles_pass(request, list(view.throttle_classes)):
+            return None
         parameters = {k: v for k, v in kwargs.items() if k != "username"}
         return handler(request, session_key, **parameters)
 

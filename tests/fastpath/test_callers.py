@@ -202,3 +202,43 @@ def test_a_fast_answer_takes_no_more_queries_than_the_views(
     settings.FAST_PATH = True
     with django_assert_max_num_queries(len(by_view)):
         assert fast(client) == (200, True)
+
+
+def test_a_request_passed_on_is_counted_once_by_the_user_throttle(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "3/min", "login": "10/min"})
+    client = app_session()  # the first of three
+    before = middleware.answered.total()
+    # A filter the fast path leaves to the view, once it has counted the request.
+    assert client.get("/api/2/episodes/alice.json?aggregated=true").status_code == 200
+    assert middleware.answered.total() == before
+    assert fast(client) == (200, True)  # the third
+    assert fast(client) == (429, False)
+
+
+class _Broken:
+    """A body that stops arriving: what a WSGI server's input raises then."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+
+    def read(self, *args: Any) -> bytes:
+        raise self.error
+
+    readline = read
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [(ConnectionResetError(104, "Connection reset by peer"), 400), (TimeoutError(), 408)],
+)
+@pytest.mark.parametrize("on", [False, True])
+def test_an_upload_whose_body_stops_arriving_is_the_clients_error(
+    alice: Any, settings: Any, error: OSError, status: int, on: bool
+) -> None:
+    settings.FAST_PATH = on
+    client = app_session()
+    stopped: dict[str, Any] = {"wsgi.input": _Broken(error), "CONTENT_LENGTH": "100"}
+    answer = client.post("/api/2/episodes/alice.json", content_type="application/json", **stopped)
+    assert answer.status_code == status
