@@ -59,15 +59,19 @@ class RawBodyParser(parsers.BaseParser):
         return bytes(stream.read())
 
 
+def has_body(request: HttpRequest) -> bool:
+    """Whether the request says it has a body (a Content-Length above 0)."""
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) > 0
+    except ValueError:
+        return False
+
+
 def app_json(request: HttpRequest) -> Any:
     """The JSON body of an app's request to the fast path (fastpath) read as the views read it
     (AnyJSONParser, in the charset the request names); InvalidInput when it has none (the
     view's to answer: each protocol says what an empty body means), ParseError as the views."""
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        length = 0
-    if length <= 0:
+    if not has_body(request):
         raise InvalidInput("no body")
     context = {"encoding": request.encoding or settings.DEFAULT_CHARSET}
     return AnyJSONParser().parse(io.BytesIO(request.body), request.content_type, context)

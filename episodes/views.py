@@ -124,10 +124,13 @@ class EpisodeActionsView(SyncNoting, AppView):
 _FILTERS = ("podcast", "device", "aggregated")
 
 
-def fast_download(request: HttpRequest, session_key: str | None) -> HttpResponseBase | None:
-    """EpisodeActionsView's GET on the fast path (fastpath), when it names no filter."""
-    if any(name in request.GET for name in _FILTERS):
-        return None
+def fast_takes_download(request: HttpRequest) -> bool:
+    """Whether the fast path takes a download: one that names no filter."""
+    return not any(name in request.GET for name in _FILTERS)
+
+
+def fast_download(request: HttpRequest, session_key: str | None) -> HttpResponseBase:
+    """EpisodeActionsView's GET on the fast path (fastpath), for one it takes."""
     since = since_param(request, required=False)
     return actions_downloaded(request, since=since, session_key=session_key)
 

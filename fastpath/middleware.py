@@ -48,6 +48,7 @@ from accounts.sessions import (
 )
 from api.browsers import from_browser
 from api.middleware import BodyNotReceivedMiddleware, CSPMiddleware
+from api.parsers import has_body
 from api.protocols import names_user
 from api.throttles import throttles_pass
 from core.exceptions import DomainError
@@ -56,18 +57,25 @@ from gpodder import views as gpodder
 from nextcloud import views as nextcloud
 
 Handler = Callable[..., HttpResponseBase | None]
+Takes = Callable[[HttpRequest], bool]
 
-# The view and method of each hot request, and its handler: (request, session key, the path's
-# parameters but the username) to its answer, or None for the view's.
-ROUTES: dict[tuple[type[APIView], str], Handler] = {
-    (gpodder.SubscriptionsView, "GET"): gpodder.fast_pull,
-    (gpodder.SubscriptionsView, "POST"): gpodder.fast_upload,
-    (episodes.EpisodeActionsView, "GET"): episodes.fast_download,
-    (episodes.EpisodeActionsView, "POST"): episodes.fast_upload,
-    (nextcloud.SubscriptionsView, "GET"): nextcloud.fast_pull,
-    (nextcloud.SubscriptionChangeView, "POST"): nextcloud.fast_change,
-    (nextcloud.EpisodeActionsView, "GET"): nextcloud.fast_download,
-    (nextcloud.EpisodeActionCreateView, "POST"): nextcloud.fast_create,
+
+def _always(request: HttpRequest) -> bool:
+    return True
+
+
+# The view and method of each hot request: which of them the fast path takes, told before anything
+# is read (what it passes on costs the view nothing more), and its handler: (request, session key,
+# the path's parameters but the username) to its answer.
+ROUTES: dict[tuple[type[APIView], str], tuple[Takes, Handler]] = {
+    (gpodder.SubscriptionsView, "GET"): (_always, gpodder.fast_pull),
+    (gpodder.SubscriptionsView, "POST"): (has_body, gpodder.fast_upload),
+    (episodes.EpisodeActionsView, "GET"): (episodes.fast_takes_download, episodes.fast_download),
+    (episodes.EpisodeActionsView, "POST"): (has_body, episodes.fast_upload),
+    (nextcloud.SubscriptionsView, "GET"): (_always, nextcloud.fast_pull),
+    (nextcloud.SubscriptionChangeView, "POST"): (has_body, nextcloud.fast_change),
+    (nextcloud.EpisodeActionsView, "GET"): (_always, nextcloud.fast_download),
+    (nextcloud.EpisodeActionCreateView, "POST"): (has_body, nextcloud.fast_create),
 }
 # Where ROUTES' views are: a cheap test before the URLconf's, which /v1/ and the pages never pay.
 _PREFIXES = ("/api/2/", "/index.php/apps/gpoddersync/", "/apps/gpoddersync/")
@@ -106,9 +114,10 @@ class FastPathMiddleware:
         except Resolver404:
             return None
         view: type[APIView] | None = getattr(match.func, "view_class", None)
-        handler = None if view is None else ROUTES.get((view, request.method or ""))
-        if view is None or handler is None or from_browser(request):
+        route = None if view is None else ROUTES.get((view, request.method or ""))
+        if view is None or route is None or not route[0](request) or from_browser(request):
             return None
+        handler = route[1]
         by_session = view.authentication_classes == [BasicThenSessionAuthentication]
         try:
             response = self._answered(request, view, handler, match.kwargs, by_session)

@@ -207,14 +207,31 @@ def test_a_fast_answer_takes_no_more_queries_than_the_views(
 def test_a_request_passed_on_is_counted_once_by_the_user_throttle(
     alice: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "3/min", "login": "10/min"})
-    client = app_session()  # the first of three
+    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "4/min", "login": "10/min"})
+    client = app_session()  # the first of four
     before = middleware.answered.total()
-    # A filter the fast path leaves to the view, once it has counted the request.
+    # A filter the fast path leaves to the view before it reads anything, and a bad since it
+    # leaves to the view once it has counted the request.
     assert client.get("/api/2/episodes/alice.json?aggregated=true").status_code == 200
+    assert client.get("/api/2/subscriptions/alice/phone.json?since=x").status_code == 400
     assert middleware.answered.total() == before
-    assert fast(client) == (200, True)  # the third
+    assert fast(client) == (200, True)  # the fourth
     assert fast(client) == (429, False)
+
+
+def test_what_it_leaves_to_the_view_before_reading_costs_no_query_more(
+    alice: Any, settings: Any
+) -> None:
+    client = app_session()
+    filtered = "/api/2/episodes/alice.json?since=0&aggregated=true"
+    client.get(filtered)
+    settings.FAST_PATH = False
+    with CaptureQueriesContext(connection) as off:
+        client.get(filtered)
+    settings.FAST_PATH = True
+    with CaptureQueriesContext(connection) as on:
+        client.get(filtered)
+    assert len(on) == len(off)
 
 
 class _Broken:
