@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.db import DatabaseError, connection
 
 from core import clock
-from core.db import sql
+from core.db import later, sql
 from core.db.hints import unflushed
 from gpodder.models import SYNC_EVENTS_KEPT, Device, DeviceSyncEvent
 
@@ -134,7 +134,8 @@ def sync_note_record(
     """Note what a sync request did on each device of `notes` (device id: its note; None: the
     device of the same app, SAME_APP_WITHIN), in one statement. Nothing for a device that does
     not exist; a database error is logged, never raised, outside a transaction: the sync it
-    describes is done. `session_key`: the request's session on the gpodder API, if any."""
+    describes is done. Written after the answer (core.db.later) unless SYNC_NOTES_AFTER_ANSWER
+    is off; at once inside a transaction. `session_key`: the request's gpodder API session."""
     if not notes or not settings.DEVICE_SYNC_EVENTS:
         return
     now = clock.now()
@@ -151,12 +152,20 @@ def sync_note_record(
     if same_app:
         since = sql.param(DeviceSyncEvent._meta.get_field("at"), now - SAME_APP_WITHIN)
         params += [user_id, protocol, agent, since, session]
+    statement = functools.partial(_noted, len(notes), same_app, params)
+    if settings.SYNC_NOTES_AFTER_ANSWER:
+        later.write_later(statement)
+    else:
+        statement()
+
+
+def _noted(notes: int, same_app: bool, params: list[Any]) -> None:
     try:
-        statement = _statement(len(notes), same_app, connection.vendor)
+        statement = _statement(notes, same_app, connection.vendor)
         # PostgreSQL's statement turns synchronous_commit off itself (_statement), in the same
         # round trip; SQLite has no such setting for one statement.
         with unflushed() if connection.vendor == "sqlite" else nullcontext():
-            sql.fetch(statement, params, _SEQ, prepare=len(notes) == 1)
+            sql.fetch(statement, params, _SEQ, prepare=notes == 1)
     except DatabaseError:
         if connection.in_atomic_block:
             raise

@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 
 from accounts.basic import credentials
 from api import throttles
+from core.db import later
 from subscriptions.models import Subscription
 from tests import servers
 from tests.factories import UserFactory
@@ -37,6 +38,13 @@ hypothesis_settings.load_profile("suite")
 # the tests free by reference counting is freed as before. The servers and workers they start
 # keep the defaults, as in production.
 gc.set_threshold(100_000, 50, 100)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """The notes a test's requests left to be written after the answer (core.db.later) are
+    written before its database is emptied: they belong to it, not to the next test."""
+    later.flush()
 
 
 @pytest.fixture(scope="session")

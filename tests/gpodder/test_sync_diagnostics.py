@@ -13,7 +13,7 @@ from django.db import DatabaseError, connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from core.db import sql
+from core.db import later, sql
 from gpodder import diagnostics
 from gpodder.models import SYNC_EVENTS_KEPT, Device, DeviceSyncEvent
 from gpodder.services import device_touch
@@ -357,6 +357,7 @@ def test_a_note_the_database_refuses_is_logged_and_the_sync_answered(
     monkeypatch.setattr(diagnostics, "sql", SimpleNamespace(param=sql.param, fetch=refused))
     with caplog.at_level(logging.WARNING, logger="gpodder.diagnostics"):
         response = phone.post(SUBSCRIPTIONS, {"add": [FEED]}, format="json")
+        later.flush()
     assert response.status_code == 200
     assert "a device's sync event was not noted" in caplog.text
     assert phone.get(SUBSCRIPTIONS, {"since": 0}).json()["add"] == [FEED]

@@ -105,7 +105,12 @@ def test_inside_another_transaction_its_commit_decides(durable: None) -> None:
     assert flushing() == DURABLE[connection.vendor]
 
 
-def test_a_sync_requests_note_commits_without_waiting_for_the_disk(durable: None) -> None:
+def test_a_sync_requests_note_commits_without_waiting_for_the_disk(
+    durable: None, settings: Any
+) -> None:
+    """Written at once; after the answer, the writer's batch is unflushed as a whole
+    (tests/gpodder/test_notes_after_answer.py)."""
+    settings.SYNC_NOTES_AFTER_ANSWER = False
     user: Any = UserFactory()
     device(user)
     before = flushing()
