@@ -16,41 +16,41 @@ from episodes.actions import action_body
 PIECE = 1000
 
 
+def texts_of(rows: Iterable[Any], *, with_device: bool = True) -> Iterator[str]:
+    """The JSON texts of actions read in Python (an aggregated download's), as the database
+    writes them (episodes.selectors.action_texts_since)."""
+    for row in rows:
+        yield orjson.dumps(action_body(row, with_device=with_device)).decode()
+
+
 def actions_answer(
-    rows: Iterable[Any],
-    timestamp: int,
-    *,
-    with_device: bool = True,
-    sent: Callable[[int], None] | None = None,
+    texts: Iterable[str], timestamp: int, *, sent: Callable[[int], None] | None = None
 ) -> HttpResponse | StreamingHttpResponse:
-    """The answer of `rows` (read as it is written) and `timestamp`; `with_device`: each action
-    names its device (the gpodder API), or not (the Nextcloud paths). `sent` is told how many
-    actions it holds, once they are all read: after the last piece of a long one."""
-    rows = iter(rows)
-    first = list(islice(rows, PIECE))
+    """The answer of the actions' JSON `texts` (read as it is written) and `timestamp`,
+    byte for byte orjson's of the whole. `sent` is told how many actions it holds, once they
+    are all read: after the last piece of a long one."""
+    texts = iter(texts)
+    first = list(islice(texts, PIECE))
     if len(first) < PIECE:
-        actions = [action_body(row, with_device=with_device) for row in first]
-        body = orjson.dumps({"actions": actions, "timestamp": timestamp})
+        body = b'{"actions":[%s],"timestamp":%d}' % (",".join(first).encode(), timestamp)
         if sent is not None:
-            sent(len(actions))
+            sent(len(first))
         return HttpResponse(body, content_type="application/json")
-    pieces = _pieces(first, rows, timestamp, with_device, sent)
+    pieces = _pieces(first, texts, timestamp, sent)
     return StreamingHttpResponse(pieces, content_type="application/json")
 
 
 def _pieces(
-    first: list[Any],
-    rest: Iterator[Any],
+    first: list[str],
+    rest: Iterator[str],
     timestamp: int,
-    with_device: bool,
     sent: Callable[[int], None] | None,
 ) -> Iterator[bytes]:
     yield b'{"actions":['
     piece, separator, count = first, b"", 0
     while piece:
-        actions = [orjson.dumps(action_body(row, with_device=with_device)) for row in piece]
-        count += len(actions)
-        yield separator + b",".join(actions)
+        count += len(piece)
+        yield separator + ",".join(piece).encode()
         piece, separator = list(islice(rest, PIECE)), b","
     if sent is not None:
         sent(count)

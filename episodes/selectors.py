@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from core import clock
 from core.db import sql
 from core.db.locks import Beside
+from episodes.actions import action_json
 from episodes.models import EpisodeAction
 from episodes.received import hold_episode_writes
 from gpodder.models import Device
@@ -31,8 +32,8 @@ class ActionShown(NamedTuple):
     started: int | None
     position: int | None
     total: int | None
-    received: datetime
     podcast_key: str
+    received: datetime
 
 
 _FIELDS = EpisodeAction._meta
@@ -44,12 +45,12 @@ def _field(name: str) -> Any:
 
 _SHOWN = (
     "a.podcast, a.episode, a.action, a.timestamp, d.device_id, a.guid, a.started, a.position,"
-    " a.total, a.received, a.podcast_key, a.id"
+    " a.total, a.podcast_key, a.received, a.id"
 )
 _COLUMNS = sql.Columns(
     *map(_field, ("podcast", "episode", "action", "timestamp")),
     Device._meta.get_field("device_id"),
-    *map(_field, ("guid", "started", "position", "total", "received", "podcast_key", "id")),
+    *map(_field, ("guid", "started", "position", "total", "podcast_key", "received", "id")),
 )
 _FROM = (
     f"FROM {_FIELDS.db_table} a LEFT JOIN {Device._meta.db_table} d ON d.id = a.device_id"
@@ -113,6 +114,33 @@ def actions_since(
     `podcast`: only those on that feed, by any URL its subscription has had; `device`: only
     those of that device.
     """
+    where, params = _filters(user, podcast, device)
+    for rows in _chunks(user, since, _SHOWN, _COLUMNS, where, params):
+        for row in rows:
+            yield ActionShown(*row[:-1])
+
+
+_TEXTS = sql.Columns(None, _field("received"), _field("id"))
+
+
+def action_texts_since(
+    *,
+    user: Any,
+    since: int,
+    podcast: str | None = None,
+    device: str | None = None,
+    with_device: bool = True,
+) -> Iterator[str]:
+    """actions_since's actions as the JSON texts of their bodies, written by the database
+    (episodes.actions.action_json): a download's rows cost no Python each."""
+    where, params = _filters(user, podcast, device)
+    shown = f"{action_json(connection.vendor, with_device=with_device)}, a.received, a.id"
+    for rows in _chunks(user, since, shown, _TEXTS, where, params):
+        for row in rows:
+            yield row[0]
+
+
+def _filters(user: Any, podcast: str | None, device: str | None) -> tuple[str, list[Any]]:
     where, params = "", []
     if podcast is not None:
         digest = feeds.feed_key_digest(podcast)
@@ -123,22 +151,34 @@ def actions_since(
     if device is not None:
         where += " AND d.device_id = %s"
         params.append(device)
+    return where, params
+
+
+def _chunks(
+    user: Any,
+    since: int,
+    shown: str,
+    columns: sql.Columns,
+    where: str,
+    params: list[Any],
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The rows of `shown` (received and id last) of the user's actions received at or after
+    `since` and `where`, oldest first, CHUNK at a time (actions_since)."""
     received = _field("received")
     first = sql.param(received, datetime.fromtimestamp(since, UTC))
-    query = f"SELECT {_SHOWN} {_FROM} AND a.received >= %s{where} ORDER BY a.received, a.id"
-    rows = sql.fetch(f"{query} LIMIT {CHUNK}", [user.pk, first, *params], _COLUMNS)
+    query = f"SELECT {shown} {_FROM} AND a.received >= %s{where} ORDER BY a.received, a.id"
+    rows = sql.fetch(f"{query} LIMIT {CHUNK}", [user.pk, first, *params], columns)
     following = (
-        f"SELECT {_SHOWN} {_FROM} AND (a.received, a.id) > (%s, %s){where}"
+        f"SELECT {shown} {_FROM} AND (a.received, a.id) > (%s, %s){where}"
         f" ORDER BY a.received, a.id LIMIT {CHUNK}"
     )
     while True:
-        for row in rows:
-            yield ActionShown(*row[:-1])
+        yield rows
         if len(rows) < CHUNK:
             return
         last = rows[-1]
-        after = [sql.param(received, last[9]), last[-1]]
-        rows = sql.fetch(following, [user.pk, *after, *params], _COLUMNS)
+        after = [sql.param(received, last[-2]), last[-1]]
+        rows = sql.fetch(following, [user.pk, *after, *params], columns)
 
 
 def latest_of_each_episode(rows: Iterable[ActionShown]) -> list[ActionShown]:

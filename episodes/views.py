@@ -1,7 +1,6 @@
 """POST and GET /api/2/episodes/{user}.json: upload and download episode actions
 (docs/gpodder-api.md, "Episode actions")."""
 
-from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +16,7 @@ from api.protocols import AppView
 from api.renderers import json_answer
 from episodes import selectors, services
 from episodes.actions import actions_parsed
-from episodes.answers import actions_answer
+from episodes.answers import actions_answer, texts_of
 from gpodder import diagnostics
 from gpodder.feedurls import sanitized
 from gpodder.noting import Notes, SyncNoting, note_sync
@@ -47,17 +46,18 @@ def actions_downloaded(
     # Everything since `since` in one answer (docs/gpodder-api.md, "Episode actions:
     # download"): apps read one answer per sync.
     timestamp = selectors.read_point(user_id=request.user.pk).timestamp  # type: ignore[arg-type]
-    rows: Iterable[selectors.ActionShown] = selectors.actions_since(
-        user=request.user, since=since, podcast=podcast, device=device
-    )
+    user = request.user
     if aggregated:
-        rows = selectors.latest_of_each_episode(rows)
+        rows = selectors.actions_since(user=user, since=since, podcast=podcast, device=device)
+        texts = texts_of(selectors.latest_of_each_episode(rows))
+    else:
+        texts = selectors.action_texts_since(user=user, since=since, podcast=podcast, device=device)
 
     def sent(count: int) -> None:
         noted: Notes = {None: diagnostics.actions_downloaded(count)}
         note_sync(request, diagnostics.Protocol.GPODDER, session_key, noted)
 
-    response = actions_answer(rows, timestamp, sent=sent)
+    response = actions_answer(texts, timestamp, sent=sent)
     if podcast is None and device is None:
         # Only where the app's whole stream stands: a filtered download is a look aside.
         _remember_read_up_to(response, request.user, timestamp)

@@ -127,12 +127,12 @@ def actions_downloaded(request: Request | HttpRequest) -> HttpResponseBase:
     download = services.actions_download(
         user=request.user, device_id=_device_id(request), since=since
     )
-    rows = episodes.actions_since(user=request.user, since=download.since)
+    texts = episodes.action_texts_since(user=request.user, since=download.since, with_device=False)
 
     def sent(count: int) -> None:
         _note(request, {download.device.device_id: diagnostics.actions_downloaded(count)})
 
-    return actions_answer(rows, download.timestamp, with_device=False, sent=sent)
+    return actions_answer(texts, download.timestamp, sent=sent)
 
 
 class SubscriptionsView(NextcloudView):
