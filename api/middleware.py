@@ -249,9 +249,13 @@ class SkippedForApi:
     looks for it by name, and it costs little."""
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path_info.startswith("/v1/"):
+        if self.skips(request):
             return self.get_response(request)  # type: ignore[attr-defined]
         return super().__call__(request)  # type: ignore[misc]
+
+    @staticmethod
+    def skips(request: HttpRequest) -> bool:
+        return request.path_info.startswith("/v1/")
 
 
 class SessionMiddleware(SkippedForApi, sessions.SessionMiddleware):

@@ -3,9 +3,11 @@
 from collections.abc import Iterable
 from typing import Any
 
+from django.http import HttpRequest
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 
 class ContentNegotiation(DefaultContentNegotiation):
@@ -18,14 +20,17 @@ class ContentNegotiation(DefaultContentNegotiation):
     ) -> tuple[BaseRenderer, str]:
         renderers = list(renderers)
         first = renderers[0]
-        accept = request.META.get("HTTP_ACCEPT", "*/*")
-        if (
-            accept in ("*/*", first.media_type)
-            and not format_suffix
-            and self.settings.URL_FORMAT_OVERRIDE not in request.query_params
-        ):
+        if not format_suffix and asks_plainly(request, first.media_type):
             return first, first.media_type
         return super().select_renderer(request, renderers, format_suffix)
+
+
+def asks_plainly(request: Request | HttpRequest, media_type: str) -> bool:
+    """Whether a request asks for `media_type` as apps do, which DRF's parsing of Accept would
+    answer with it too: no Accept, `*/*` or exactly it, and no format in the query (the fast
+    path asks it too: fastpath)."""
+    accept = request.META.get("HTTP_ACCEPT", "*/*")
+    return accept in ("*/*", media_type) and api_settings.URL_FORMAT_OVERRIDE not in request.GET
 
 
 class IgnoreAcceptNegotiation(DefaultContentNegotiation):

@@ -2,12 +2,15 @@
 
 A request is taken only when all of this holds, and passed on to the view otherwise:
 
-- FAST_PATH is on, and the URLconf resolves the path to a view and method of ROUTES;
+- FAST_PATH is on, and the URLconf resolves the path to a view and method (or viewset action)
+  of ROUTES;
 - no browser sent it (api.browsers: the view refuses what another site makes a browser send);
 - its caller is known to this process without a password check or a session write: on the
   gpodder API, the app session its cookie names, remembered and standing (accounts.sessions),
   with Basic credentials verified here before that are that session's own (accounts.basic), or
-  none; on the Nextcloud paths, Basic credentials verified here before;
+  none; on the Nextcloud paths, Basic credentials verified here before; on /v1/, a bearer
+  token verified here before, not an app password's, of an account found active a moment ago
+  (accounts.authentication), asking for JSON as apps do (api.negotiation);
 - the path names that caller, and the view's throttles let it through;
 - the handler, the view's own answer, neither refuses it nor meets an error: any refusal
   (bad input, a conflict, the database away) is the view's to answer, as it always does.
@@ -33,6 +36,7 @@ from django.utils.cache import patch_vary_headers
 from rest_framework.exceptions import APIException
 from rest_framework.views import APIView
 
+from accounts.authentication import BearerAuthentication, known_bearer_user
 from accounts.basic import (
     BasicOnlyAuthentication,
     BasicThenSessionAuthentication,
@@ -47,14 +51,17 @@ from accounts.sessions import (
     session_user_id,
 )
 from api.browsers import from_browser
-from api.middleware import BodyNotReceivedMiddleware, CSPMiddleware
+from api.middleware import BodyNotReceivedMiddleware, CSPMiddleware, SkippedForApi
+from api.negotiation import asks_plainly
 from api.parsers import has_body
 from api.protocols import names_user
+from api.renderers import JSONRenderer
 from api.throttles import throttles_pass
 from core.exceptions import DomainError
 from episodes import views as episodes
 from gpodder import views as gpodder
 from nextcloud import views as nextcloud
+from subscriptions import views as subscriptions
 
 Handler = Callable[..., HttpResponseBase | None]
 Takes = Callable[[HttpRequest], bool]
@@ -64,21 +71,35 @@ def _always(request: HttpRequest) -> bool:
     return True
 
 
-# The view and method of each hot request: which of them the fast path takes, told before anything
-# is read (what it passes on costs the view nothing more), and its handler: (request, session key,
-# the path's parameters but the username) to its answer.
+def _asks_json(request: HttpRequest) -> bool:
+    return asks_plainly(request, JSONRenderer.media_type)
+
+
+# The view and the handler of each hot request (the method's, or a viewset's action), which of
+# them the fast path takes, told before anything is read (what it passes on costs the view
+# nothing more), and its handler: (request, session key, the path's parameters but the
+# username) to its answer.
 ROUTES: dict[tuple[type[APIView], str], tuple[Takes, Handler]] = {
-    (gpodder.SubscriptionsView, "GET"): (_always, gpodder.fast_pull),
-    (gpodder.SubscriptionsView, "POST"): (has_body, gpodder.fast_upload),
-    (episodes.EpisodeActionsView, "GET"): (episodes.fast_takes_download, episodes.fast_download),
-    (episodes.EpisodeActionsView, "POST"): (has_body, episodes.fast_upload),
-    (nextcloud.SubscriptionsView, "GET"): (_always, nextcloud.fast_pull),
-    (nextcloud.SubscriptionChangeView, "POST"): (has_body, nextcloud.fast_change),
-    (nextcloud.EpisodeActionsView, "GET"): (_always, nextcloud.fast_download),
-    (nextcloud.EpisodeActionCreateView, "POST"): (has_body, nextcloud.fast_create),
+    (gpodder.SubscriptionsView, "get"): (_always, gpodder.fast_pull),
+    (gpodder.SubscriptionsView, "post"): (has_body, gpodder.fast_upload),
+    (episodes.EpisodeActionsView, "get"): (episodes.fast_takes_download, episodes.fast_download),
+    (episodes.EpisodeActionsView, "post"): (has_body, episodes.fast_upload),
+    (nextcloud.SubscriptionsView, "get"): (_always, nextcloud.fast_pull),
+    (nextcloud.SubscriptionChangeView, "post"): (has_body, nextcloud.fast_change),
+    (nextcloud.EpisodeActionsView, "get"): (_always, nextcloud.fast_download),
+    (nextcloud.EpisodeActionCreateView, "post"): (has_body, nextcloud.fast_create),
+    (subscriptions.SubscriptionViewSet, "retrieve"): (_asks_json, subscriptions.fast_read),
 }
-# Where ROUTES' views are: a cheap test before the URLconf's, which /v1/ and the pages never pay.
-_PREFIXES = ("/api/2/", "/index.php/apps/gpoddersync/", "/apps/gpoddersync/")
+
+
+def _route(view: type[APIView], handler: str) -> tuple[Takes, Handler] | None:
+    """The route of a view or of a view built on one (the /v1/ viewset config/urls.py joins)."""
+    for base in view.__mro__:
+        found = ROUTES.get((base, handler))
+        if found is not None:
+            return found
+    return None
+
 
 # What made a handler pass a request on: each is the view's to answer.
 _PASSED_ON = (DomainError, APIException, DatabaseError, OSError, SuspiciousOperation)
@@ -93,16 +114,18 @@ class FastPathMiddleware:
         self.get_response = get_response
         # The response hooks of the middleware a fast answer skips: what they add to a view's
         # answer (each adds its own headers; their order makes no difference to them).
-        self._finishing: list[Callable[[HttpRequest, Any], Any]] = [
-            middleware(get_response).process_response
+        self._finishing: list[Any] = [
+            middleware(get_response)
             for middleware in (XFrameOptionsMiddleware, CSPMiddleware, CommonMiddleware)
         ]
-        self._allowed: dict[type[APIView], str] = {}
+        self._allowed: dict[Any, str] = {}  # by the URLconf's view function
         refusals = BodyNotReceivedMiddleware(get_response)  # type: ignore[arg-type]
         self._body_not_received = refusals.process_exception
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if settings.FAST_PATH and request.path_info.startswith(_PREFIXES):
+        # The API's paths (ROUTES' among them): a cheap test before the URLconf's, which the
+        # pages never pay.
+        if settings.FAST_PATH and request.path_info.startswith(settings.API_PATH_PREFIXES):
             response = self._answer(request)
             if response is not None:
                 return response
@@ -113,20 +136,27 @@ class FastPathMiddleware:
             match = resolve(request.path_info)
         except Resolver404:
             return None
-        view: type[APIView] | None = getattr(match.func, "view_class", None)
-        route = None if view is None else ROUTES.get((view, request.method or ""))
-        if view is None or route is None or not route[0](request) or from_browser(request):
+        # A view's class (APIView.as_view's) or a viewset's and its actions (DRF's).
+        view: type[APIView] | None = getattr(
+            match.func, "cls", getattr(match.func, "view_class", None)
+        )
+        method = (request.method or "").lower()
+        actions: dict[str, str] | None = getattr(match.func, "actions", None)
+        handler = method if actions is None else actions.get(method, "")
+        route = None if view is None else _route(view, handler)
+        if view is None or route is None or not _takes(route[0], request):
             return None
-        handler = route[1]
         by_session = view.authentication_classes == [BasicThenSessionAuthentication]
         try:
-            response = self._answered(request, view, handler, match.kwargs, by_session)
+            response = self._answered(request, view, route[1], match.kwargs, by_session)
         except UnreadablePostError as exc:
             # The body is spent: the view could not read it again. Answered as it would be.
             return self._body_not_received(request, exc)
         except _PASSED_ON:
             return None
-        return None if response is None else self._finished(request, response, view, by_session)
+        if response is None:
+            return None
+        return self._finished(request, response, match.func, view, by_session)
 
     def _answered(
         self,
@@ -141,6 +171,9 @@ class FastPathMiddleware:
             caller = _app_caller(request, session_key)
         elif view.authentication_classes == [BasicOnlyAuthentication]:
             session_key, caller = None, _basic_caller(request)
+        elif view.authentication_classes == [BearerAuthentication]:
+            user = known_bearer_user(request)
+            session_key, caller = None, None if user is None else (user, None)
         else:
             return None
         if caller is None or not names_user(kwargs, caller[0]):
@@ -155,21 +188,40 @@ class FastPathMiddleware:
         self,
         request: HttpRequest,
         response: HttpResponseBase,
+        func: Any,
         view: type[APIView],
         by_session: bool,
     ) -> HttpResponseBase:
         # DRF's Allow, and the Vary SessionMiddleware adds once a request read its session.
-        if view not in self._allowed:
-            instance = view()
-            instance.setup(request)  # as_view's: HEAD beside GET
-            self._allowed[view] = ", ".join(instance.allowed_methods)
-        response["Allow"] = self._allowed[view]
+        if func not in self._allowed:
+            self._allowed[func] = ", ".join(_allowed_methods(func, view, request))
+        response["Allow"] = self._allowed[func]
         if by_session:
             patch_vary_headers(response, ("Cookie",))
-        for finish in self._finishing:
-            response = finish(request, response)
+        for finishing in self._finishing:
+            if not (isinstance(finishing, SkippedForApi) and finishing.skips(request)):
+                response = finishing.process_response(request, response)
         answered[(view.__name__, request.method or "")] += 1
         return response
+
+
+def _takes(takes: Takes, request: HttpRequest) -> bool:
+    """Whether the route takes the request: a query too long to read is the view's to refuse."""
+    try:
+        return takes(request) and not from_browser(request)
+    except SuspiciousOperation:
+        return False
+
+
+def _allowed_methods(func: Any, view: type[APIView], request: HttpRequest) -> list[str]:
+    """The methods DRF's Allow names for the view function `func`: its view set up as
+    as_view's function sets it up (a viewset's actions bound to their methods, HEAD beside
+    GET)."""
+    instance = view(**getattr(func, "initkwargs", {}))
+    for method, action in getattr(func, "actions", {}).items():
+        setattr(instance, method, getattr(instance, action))
+    instance.setup(request)
+    return instance.allowed_methods
 
 
 def _app_caller(request: HttpRequest, session_key: str | None) -> tuple[Any, int | None] | None:

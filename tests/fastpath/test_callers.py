@@ -3,6 +3,7 @@ database on every request, so that a sign-out, a new password, a deactivation or
 password counts at once in every process; everything else is the view's."""
 
 import base64
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from accounts.throttles import LoginThrottle
 from api.throttles import UserThrottle
 from fastpath import middleware
 from tests.factories import UserFactory
-from tests.helpers import PASSWORD
+from tests.helpers import PASSWORD, subscribe
 
 PULL = "/api/2/subscriptions/alice/phone.json?since=0"
 
@@ -259,3 +260,56 @@ def test_an_upload_whose_body_stops_arriving_is_the_clients_error(
     stopped: dict[str, Any] = {"wsgi.input": _Broken(error), "CONTENT_LENGTH": "100"}
     answer = client.post("/api/2/episodes/alice.json", content_type="application/json", **stopped)
     assert answer.status_code == status
+
+
+# --- /v1/: a bearer token ----------------------------------------------------------------------
+
+
+def _bearer(alice: Any, app_password_id: int | None = None) -> tuple[Client, str]:
+    """alice's app with a token, and the path of GET one of her subscription."""
+    sub = subscribe(alice, "https://feeds.example/one.xml")
+    token = services.refresh_token_for(alice, app_password_id).access_token
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}"), f"/v1/subscriptions/{sub.guid}"
+
+
+def _one(client: Client, path: str) -> tuple[int, bool]:
+    before = middleware.answered.total()
+    status = client.get(path).status_code
+    return status, middleware.answered.total() > before
+
+
+@pytest.mark.parametrize("change", [_new_password, _turned_off])
+def test_a_token_is_answered_once_verified_and_never_after_the_account_changed(
+    alice: Any, change: Callable[[Any, Client], None]
+) -> None:
+    client, path = _bearer(alice)
+    assert _one(client, path) == (200, False)  # the view verifies the token
+    assert _one(client, path) == (200, True)
+    change(alice, client)
+    assert _one(client, path) == (401, False)
+
+
+def test_an_app_passwords_token_is_always_the_views(alice: Any) -> None:
+    """Its standing is read on every request: a revocation ends it at once everywhere."""
+    made, _ = services.app_password_create(user=alice, name="Kasts")
+    client, path = _bearer(alice, made.pk)
+    assert _one(client, path) == (200, False)
+    assert _one(client, path) == (200, False)
+    services.app_password_revoke(user=alice, app_password_id=made.pk)
+    assert _one(client, path) == (401, False)
+
+
+def test_an_expired_token_is_the_views(alice: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    client, path = _bearer(alice)
+    assert _one(client, path) == (200, False)
+    assert _one(client, path) == (200, True)
+    later = time.time() + 3 * 3600
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert _one(client, path) == (401, False)
+
+
+def test_another_persons_guid_is_the_views_404(alice: Any, bob: Any) -> None:
+    client, path = _bearer(alice)
+    theirs = subscribe(bob, "https://feeds.example/theirs.xml")
+    assert _one(client, path) == (200, False)
+    assert _one(client, f"/v1/subscriptions/{theirs.guid}") == (404, False)

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from fastpath import middleware
 from tests.factories import UserFactory
-from tests.helpers import PASSWORD
+from tests.helpers import PASSWORD, client_for, subscribe
 
 U = "{user}"
 FEED = "http://feeds.example/caf%C3%A9?x=1&y=%22q%22"
@@ -40,6 +40,7 @@ def dumps(value: Any) -> bytes:
 
 
 PULL = f"/api/2/subscriptions/{U}/phone.json"
+MANY = "&".join(f"x{i}=1" for i in range(1001))  # past Django's DATA_UPLOAD_MAX_NUMBER_FIELDS
 EPISODES = f"/api/2/episodes/{U}.json"
 
 # (method, path, body, extra headers, answered by the fast path when it is on)
@@ -86,6 +87,8 @@ STEPS: list[tuple[str, str, bytes | None, dict[str, str], bool]] = [
     ("PUT", PULL, b"{}", {}, False),
     ("HEAD", f"{PULL}?since=0", None, {}, False),
     ("DELETE", EPISODES, None, {}, False),
+    ("GET", f"{EPISODES}?{MANY}", None, {}, False),
+    ("GET", f"{PULL}?since=0&{MANY}", None, {}, False),
 ]
 
 
@@ -200,4 +203,49 @@ def test_the_nextcloud_paths_answer_the_same_on_and_off(
         assert middleware.answered.total() - before == int(step[-1]), step
         assert _shown(answered) == _shown(expected), step
         assert _cookies(answered) == _cookies(expected), step
+        assert answered.status_code < 500, step
+
+
+GUID = "6f1d1c0e-8a5b-4c3e-9d2f-0a1b2c3d4e5f"
+ONE = f"/v1/subscriptions/{GUID}"
+V1_STEPS: list[tuple[str, str, bytes | None, dict[str, str], bool]] = [
+    ("GET", ONE, None, {}, True),
+    ("GET", ONE.upper().replace("/V1/SUBSCRIPTIONS/", "/v1/subscriptions/"), None, {}, True),
+    ("GET", f"{ONE}?unknown=1", None, {}, True),
+    ("GET", ONE, None, {"HTTP_ACCEPT": "application/json"}, True),
+    ("HEAD", ONE, None, {}, True),
+    # What the fast path passes on, each answered by the view.
+    ("GET", "/v1/subscriptions/00000000-0000-4000-8000-000000000000", None, {}, False),
+    ("GET", "/v1/subscriptions/not-a-guid", None, {}, False),
+    ("GET", "/v1/subscriptions/%00", None, {}, False),
+    ("GET", ONE, None, {"HTTP_ACCEPT": "text/html"}, False),
+    ("GET", ONE, None, {"HTTP_ACCEPT": "application/json; q=0.9"}, False),
+    ("GET", f"{ONE}?format=json", None, {}, False),
+    ("GET", ONE, None, {"HTTP_ORIGIN": "http://elsewhere.example"}, False),
+    ("GET", ONE, None, {"HTTP_AUTHORIZATION": "Bearer not.a.token"}, False),
+    ("GET", ONE, None, {"HTTP_AUTHORIZATION": "Bearer"}, False),
+    ("GET", ONE, None, {"HTTP_AUTHORIZATION": "Basic bm9ib2R5Onh4"}, False),
+    ("PATCH", ONE, dumps({"title": "x"}), {}, False),
+    ("GET", "/v1/subscriptions", None, {}, False),
+    ("GET", f"{ONE}?{MANY}", None, {}, False),
+]
+
+
+def test_v1_get_one_answers_the_same_on_and_off(db: None, settings: Any, clock: Any) -> None:
+    """Two accounts with the same subscription under the same guid, each app with its token."""
+    clients = {}
+    for name in ("off", "on"):
+        user = UserFactory(username=name, with_password=PASSWORD)
+        subscribe(user, UNICODE, guid=GUID)
+        clients[name] = client_for(user)
+        # Its first request is the view's, which verifies the token.
+        assert clients[name].get(ONE).status_code == 200
+    for step in V1_STEPS:
+        settings.FAST_PATH = False
+        before = middleware.answered.total()
+        expected = _send(clients["off"], "off", step)
+        settings.FAST_PATH = True
+        answered = _send(clients["on"], "on", step)
+        assert middleware.answered.total() - before == int(step[-1]), step
+        assert _shown(answered) == _shown(expected), step
         assert answered.status_code < 500, step

@@ -4,6 +4,7 @@ PostgreSQL and, in the home slice, on SQLite."""
 
 from django.db import connection
 
+from core.db import later
 from gpodder import diagnostics
 from gpodder.models import DeviceSyncEvent
 from tests.helpers import migrate
@@ -35,6 +36,7 @@ def test_devices_stored_before_are_noted_once_it_runs_and_undoing_drops_it(back_
         session_key=None,
         notes={"phone": note},
     )
+    later.flush()
     [event] = DeviceSyncEvent.objects.all()
     assert (event.device_id, event.slot, event.seq, event.count) == (device.pk, 0, 0, 1)
 

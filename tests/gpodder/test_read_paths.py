@@ -107,10 +107,12 @@ def test_pulls_of_an_account_nobody_changed_answer_one_timestamp_and_write_nothi
 
 @pytest.mark.postgresql
 def test_a_pull_after_a_change_notes_its_timestamp_without_waiting_for_the_disk(
-    transactional_db: None, phone: APIClient, alice: Any, clock: Any
+    transactional_db: None, phone: APIClient, alice: Any, clock: Any, settings: Any
 ) -> None:
     """Outside a test's transaction, as the service runs: inside one, the outer transaction's
-    commit would decide."""
+    commit would decide. The sync note in the request, where the test sees its statements
+    (after the answer: tests/gpodder/test_notes_after_answer.py)."""
+    settings.SYNC_NOTES_AFTER_ANSWER = False
     phone.post(SUBSCRIPTIONS, {"add": [FEED], "remove": []}, format="json")
     clock.advance(minutes=5)
     before = body(phone.get(SUBSCRIPTIONS, {"since": 0}))["timestamp"]
