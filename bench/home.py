@@ -37,10 +37,14 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# The settings the bench may run the home server with (bench.peers' variants), passed on.
+SETTINGS_KEPT = ("FAST_PATH", "SYNC_NOTES_AFTER_ANSWER")
+
+
 def server_env(data: Path, port: int) -> dict[str, str]:
-    """A person's shell, with the data folder and port of this run (and the bench's FAST_PATH,
-    when it sets one)."""
-    kept = ("PATH", "HOME", "LANG", "FAST_PATH")
+    """A person's shell, with the data folder and port of this run (and SETTINGS_KEPT, when
+    the bench sets them)."""
+    kept = ("PATH", "HOME", "LANG", *SETTINGS_KEPT)
     return {
         **{name: os.environ[name] for name in kept if name in os.environ},
         "DATA_DIR": str(data),

@@ -8,8 +8,8 @@ sync (bench/apps.py) with 1 and with 4 devices of one user, and a phone 600 s la
   synchronous_commit and full_page_writes off (not crash-safe), printed beside it unless
   BENCH_PEER_FSYNC_OFF=0;
 - the home server (`manage.py serve`) on SQLite;
-- unless BENCH_PEER_FAST_PATH_OFF=0, this service on the durable PostgreSQL and the home server
-  again with FAST_PATH=false, every request through its view (docs/fast-path.md).
+- for each setting of BENCH_PEER_VARIANTS (FAST_PATH=false: every request through its view,
+  docs/fast-path.md), this service on the durable PostgreSQL and the home server again with it.
 
 Each server is started afresh on an empty store for each of BENCH_PEER_RUNS runs (3), and each
 ratio is printed as the median of the runs with its lowest and highest. oPodSync comes from its
@@ -53,16 +53,17 @@ RUNS = int(os.environ.get("BENCH_PEER_RUNS", "3"))
 PROFILE = os.environ.get("BENCH_PEER_PROFILE", "") == "1"
 # "0": this service on durable PostgreSQL only, a fifth less time.
 FSYNC_OFF = os.environ.get("BENCH_PEER_FSYNC_OFF", "1") != "0"
-# "0": the fast path on only, without the rows of every request through its view.
-FAST_PATH_OFF = os.environ.get("BENCH_PEER_FAST_PATH_OFF", "1") != "0"
+# Settings (NAME=value, comma-separated) each of which this service and the home server run
+# again with, in rows of their own beside the defaults; "" none.
+VARIANTS = [v for v in os.environ.get("BENCH_PEER_VARIANTS", "FAST_PATH=false").split(",") if v]
 USER = "peer"
 PHP_S = "oPodSync, php -S"
 PHP_FPM = "oPodSync, nginx + php-fpm"
 SERVICE = "this service, gunicorn + PostgreSQL (its defaults: durable)"
 SERVICE_FSYNC_OFF = "this service, gunicorn + PostgreSQL with fsync off (not crash-safe)"
 HOME = "home server, SQLite"
-SERVICE_VIEWS = "this service, durable, FAST_PATH=false (every request through its view)"
-HOME_VIEWS = "home server, SQLite, FAST_PATH=false"
+SERVICE_WITH = "this service, durable, {}"
+HOME_WITH = "home server, SQLite, {}"
 # The kinds of process that serve each (bench.harness.Tree's), under the names its CPU row gives
 # them: the home server's processes are gunicorn too (`manage.py serve` becomes one).
 OWN_PROCESSES = {
@@ -71,9 +72,15 @@ OWN_PROCESSES = {
     SERVICE: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
     SERVICE_FSYNC_OFF: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
     HOME: {"service": "its gunicorn"},
-    SERVICE_VIEWS: {"service": "gunicorn", "PostgreSQL": "PostgreSQL", "Redis": "Redis"},
-    HOME_VIEWS: {"service": "its gunicorn"},
 }
+for _variant in VARIANTS:
+    OWN_PROCESSES[SERVICE_WITH.format(_variant)] = OWN_PROCESSES[SERVICE]
+    OWN_PROCESSES[HOME_WITH.format(_variant)] = OWN_PROCESSES[HOME]
+
+
+def _setting(variant: str) -> dict[str, str]:
+    name, _, value = variant.partition("=")
+    return {name: value}
 
 # Each server: a context manager that starts it afresh and yields its URL, with USER's account,
 # and the process trees that serve it, whose CPU its row counts (no other server's, idle beside).
@@ -179,16 +186,16 @@ def service(
     redis_server: servers.RedisServer,
     folder: Path,
     profiled: bool = False,
-    fast_path: bool = True,
+    setting: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, list[Tree]]]:
     """This service under gunicorn on a new database of `pg`, with USER's account; `profiled`:
     where its workers' time went while it served, printed once it is done (bench.profiles);
-    `fast_path`: FAST_PATH."""
+    `setting`: the settings it runs with beside its defaults."""
     database = f"opa_peer_{folder.name.replace('-', '_')}"
     redis_url = f"redis://127.0.0.1:{redis_server.port}/6"
     redis.Redis.from_url(redis_url).flushdb()  # nothing remembered of an earlier run's account
     env = service_on(pg, database, redis_url, users=(USER,))
-    env["FAST_PATH"] = "true" if fast_path else "false"
+    env.update(setting or {})
     app = Gunicorn("config.wsgi", env, folder / "gunicorn.log")
     samples = folder / "gil-samples.txt"
     with running(app):
@@ -210,12 +217,14 @@ def service(
 
 @contextlib.contextmanager
 def home_server(
-    folder: Path, rss: list[float] | None = None, fast_path: bool = True
+    folder: Path, rss: list[float] | None = None, setting: dict[str, str] | None = None
 ) -> Iterator[tuple[str, list[Tree]]]:
     """The home server on a new data folder, with USER's account; `rss` is given the memory
-    (MB) its processes hold once the load is done, as a Pi would have to; `fast_path`:
-    FAST_PATH."""
-    os.environ["FAST_PATH"] = "true" if fast_path else "false"  # bench.home.server_env's
+    (MB) its processes hold once the load is done, as a Pi would have to; `setting`: the
+    settings it runs with beside its defaults."""
+    for name in home.SETTINGS_KEPT:  # what bench.home.server_env passes on
+        os.environ.pop(name, None)
+    os.environ.update(setting or {})
     port = servers.free_port()
     data = folder / "data"
     with home.serving(data, port, folder / "serve.log"):
@@ -290,17 +299,15 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
                 else {}
             ),
             HOME: lambda folder: home_server(folder, home_rss),
-            **(
-                {
-                    SERVICE_VIEWS: lambda folder: service(
-                        durable, redis_server, folder, fast_path=False
-                    ),
-                    HOME_VIEWS: lambda folder: home_server(folder, fast_path=False),
-                }
-                if FAST_PATH_OFF
-                else {}
-            ),
         }
+        for variant in VARIANTS:
+            setting = _setting(variant)
+            started_afresh[SERVICE_WITH.format(variant)] = lambda folder, s=setting: service(
+                durable, redis_server, folder, setting=s
+            )
+            started_afresh[HOME_WITH.format(variant)] = lambda folder, s=setting: home_server(
+                folder, setting=s
+            )
         found = {name: Measured() for name in started_afresh}
         for run in range(RUNS):
             for name, serve in started_afresh.items():
@@ -356,10 +363,10 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
                 f"peers: service, PostgreSQL fsync off (not crash-safe), vs {best}, {count} app(s)",
                 spread(ratios(found[SERVICE_FSYNC_OFF], clean, count)),
             )
-        if SERVICE_VIEWS in found:
+        for variant in VARIANTS:
             row(
-                f"peers: service, durable, FAST_PATH=false, vs {best}, {count} app(s)",
-                spread(ratios(found[SERVICE_VIEWS], clean, count)),
+                f"peers: service, durable, {variant}, vs {best}, {count} app(s)",
+                spread(ratios(found[SERVICE_WITH.format(variant)], clean, count)),
             )
     for count, target in ((1, ">= 1.5x"), (4, ">= 2x")):
         row(
@@ -367,14 +374,14 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
             spread(ratios(found[HOME], [peers[0]], count)),
             target,
         )
-        if HOME_VIEWS in found:
+        for variant in VARIANTS:
             row(
-                f"peers: home server, FAST_PATH=false, vs oPodSync php -S, {count} app(s)",
-                spread(ratios(found[HOME_VIEWS], [peers[0]], count)),
+                f"peers: home server, {variant}, vs oPodSync php -S, {count} app(s)",
+                spread(ratios(found[HOME_WITH.format(variant)], [peers[0]], count)),
             )
     php_cpu = found[PHP_S].cpu_total(1)
-    for name in (SERVICE, SERVICE_VIEWS, HOME, HOME_VIEWS):
-        if name in found and php_cpu:
+    for name in found:
+        if name not in (PHP_S, PHP_FPM, SERVICE_FSYNC_OFF) and php_cpu:
             row(
                 f"peers: {name}, server CPU per answered request at 1 app vs oPodSync php -S",
                 f"{found[name].cpu_total(1) / php_cpu:.2f}x",
@@ -384,8 +391,8 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
         "peers: home server's memory after the load (RSS of its processes, each run and count)",
         f"median {statistics.median(home_rss):.0f} MB, most {max(home_rss):.0f} MB",
     )
-    for name in (SERVICE, SERVICE_FSYNC_OFF, HOME, SERVICE_VIEWS, HOME_VIEWS):
-        if name in found:
+    for name in found:
+        if name not in (PHP_S, PHP_FPM):
             row(
                 f"peers: {name}, answers not 200 and actions lost (a phone 600 s late included)",
                 f"{found[name].not_200} and {found[name].missing + found[name].late_lost}",
