@@ -82,6 +82,7 @@ def _setting(variant: str) -> dict[str, str]:
     name, _, value = variant.partition("=")
     return {name: value}
 
+
 # Each server: a context manager that starts it afresh and yields its URL, with USER's account,
 # and the process trees that serve it, whose CPU its row counts (no other server's, idle beside).
 Served = Callable[[Path], contextlib.AbstractContextManager[tuple[str, list[Tree]]]]
