@@ -18,6 +18,7 @@ into bench/out the first time; PHP, php-fpm and nginx from Debian's packages (`m
 """
 
 import contextlib
+import functools
 import os
 import shutil
 import statistics
@@ -303,11 +304,11 @@ def bench_peers(pg: servers.Server, redis_server: servers.RedisServer, logs: Pat
         }
         for variant in VARIANTS:
             setting = _setting(variant)
-            started_afresh[SERVICE_WITH.format(variant)] = lambda folder, s=setting: service(
-                durable, redis_server, folder, setting=s
+            started_afresh[SERVICE_WITH.format(variant)] = functools.partial(
+                service, durable, redis_server, setting=setting
             )
-            started_afresh[HOME_WITH.format(variant)] = lambda folder, s=setting: home_server(
-                folder, setting=s
+            started_afresh[HOME_WITH.format(variant)] = functools.partial(
+                home_server, setting=setting
             )
         found = {name: Measured() for name in started_afresh}
         for run in range(RUNS):
