@@ -387,9 +387,10 @@ IMPORT_MAX_FILE_BYTES = env.int("IMPORT_MAX_FILE_BYTES", default=256 * 1024 * 10
 # Each device's last sync requests, for its page (docs/web.md, "Devices"): one write per sync
 # request. False writes none, and the pages have nothing to show (bench/README.md measures both).
 DEVICE_SYNC_EVENTS = env.bool("DEVICE_SYNC_EVENTS", default=True)
-# Those writes made after the answer, by one writer thread per process (core.db.later), not
-# inside the request: a crash may lose the last moment's notes, never a sync (docs/sync.md).
-SYNC_NOTES_AFTER_ANSWER = env.bool("SYNC_NOTES_AFTER_ANSWER", default=True)
+# True: those writes made after the answer, by one writer thread per process (core.db.later),
+# not inside the request; a crash may lose the last moment's notes, never a sync. Off by
+# default: measured beside the peers it answered no faster and cost more CPU (docs/sync.md).
+SYNC_NOTES_AFTER_ANSWER = env.bool("SYNC_NOTES_AFTER_ANSWER", default=False)
 # How long a web process may remember that a token's user is active before reading it again
 # (accounts.active.active_users); a change of password or a deactivation is announced to
 # every process through Redis at once (accounts.invalidation). 0 reads it on every request.

@@ -23,6 +23,12 @@ from tests.helpers import basic
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
+
+@pytest.fixture(autouse=True)
+def _after_the_answer(settings: Any) -> None:
+    settings.SYNC_NOTES_AFTER_ANSWER = True
+
+
 ANTENNAPOD = "AntennaPod/3.5.0"
 FEED = "https://feeds.example/show.xml"
 SUBSCRIPTIONS = "/api/2/subscriptions/alice/phone.json"
@@ -148,7 +154,9 @@ def test_off_the_note_is_written_in_the_request(
     assert kinds() == [("pull", "subscriptions")]
 
 
-def test_a_process_that_ends_writes_what_it_holds(alice: Any) -> None:
+def test_a_process_that_ends_writes_what_it_holds(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The writer's last notes at the process's exit: a process of its own syncs and ends."""
     code = f"""
 import json, os, django
@@ -161,6 +169,7 @@ c = APIClient(HTTP_USER_AGENT={ANTENNAPOD!r}, SERVER_NAME="localhost")
 c.credentials(HTTP_AUTHORIZATION=basic("alice"))
 assert c.get({SUBSCRIPTIONS!r}, {{"since": 0}}).status_code == 200
 """
+    monkeypatch.setenv("SYNC_NOTES_AFTER_ANSWER", "true")
     db = settings.DATABASES["default"]
     found = {key: db[key] for key in ("NAME", "HOST", "PORT", "USER", "PASSWORD")}
     done = subprocess.run(
