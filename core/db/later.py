@@ -52,10 +52,13 @@ class Writer:
         except queue.Full:
             write()
 
-    def flush(self) -> None:
-        """Wait until every write taken so far is written."""
-        if self._pid == os.getpid():
-            self._queue.join()
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every write taken so far is written, or `timeout` seconds."""
+        if self._pid != os.getpid():
+            return  # no writer here: nothing held
+        waiting = self._queue
+        with waiting.all_tasks_done:
+            waiting.all_tasks_done.wait_for(lambda: not waiting.unfinished_tasks, timeout)
 
     def _start(self) -> None:
         if self._pid == os.getpid():
@@ -105,10 +108,9 @@ flush = WRITER.flush
 
 
 def _at_exit() -> None:
-    """A process that ends writes what it holds, for a moment at most."""
-    done = threading.Thread(target=flush, daemon=True)
-    done.start()
-    done.join(EXIT_WAIT_SECONDS)
+    """A process that ends writes what it holds, for a moment at most (no thread may start
+    now: the writer, a daemon, still runs until the interpreter ends)."""
+    flush(EXIT_WAIT_SECONDS)
 
 
 atexit.register(_at_exit)
