@@ -142,7 +142,7 @@ def known_bearer_user(request: HttpRequest) -> AbstractBaseUser | None:
     issued_under = token.get(PASSWORD_CLAIM)
     if token.get(APP_PASSWORD_CLAIM) is not None or not isinstance(issued_under, str):
         return None
-    user_id = _user_id(token)  # verified before: it has one
+    user_id = _user_id(token)  # InvalidToken, an APIException: the fast path passes it on
     mark = active.active_users.mark(user_id)
     if mark is None or not constant_time_compare(mark, issued_under):
         return None

@@ -5,6 +5,7 @@ alone lives here, so that a request with one malformed action is refused before 
 stored, with the action's index in the message.
 """
 
+import functools
 import hashlib
 import json
 import re
@@ -221,6 +222,7 @@ def action_body(action: Any, *, with_device: bool = True) -> dict[str, Any]:
     return body
 
 
+@functools.cache
 def action_json(vendor: str, *, with_device: bool = True) -> str:
     """action_body as an SQL expression over an action `a` and its device `d`: the JSON text
     the database writes is, byte for byte, orjson's of action_body (the same keys in the same

@@ -120,7 +120,8 @@ def actions_since(
             yield ActionShown(*row[:-1])
 
 
-_TEXTS = sql.Columns(None, _field("received"), _field("id"))
+_TEXTS = sql.Columns(None, None, None)  # the text; received and id, converted once a chunk
+_KEYSET = sql.Columns(_field("received"), _field("id"))
 
 
 def action_texts_since(
@@ -176,8 +177,9 @@ def _chunks(
         yield rows
         if len(rows) < CHUNK:
             return
-        last = rows[-1]
-        after = [sql.param(received, last[-2]), last[-1]]
+        # Where the chunk ended, as the fields read it (converting a value again is harmless).
+        last_received, last_id = _KEYSET.convert([rows[-1][-2:]])[0]
+        after = [sql.param(received, last_received), last_id]
         rows = sql.fetch(following, [user.pk, *after, *params], columns)
 
 
