@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
 from rest_framework import pagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,7 +27,7 @@ class OpaPagination(pagination.BasePagination):
     page_query_param = "page"
     page_size_query_param = "per_page"
     items_key = "results"
-    request: Request
+    request: Request | HttpRequest
     total: int
     number: int
     size: int
@@ -35,7 +36,7 @@ class OpaPagination(pagination.BasePagination):
     def max_page_size(self) -> int:
         return int(settings.MAX_PAGE_SIZE)
 
-    def paginate(self, fetch: Fetch, request: Request) -> list[Any]:
+    def paginate(self, fetch: Fetch, request: Request | HttpRequest) -> list[Any]:
         """The asked page's items, from `fetch(offset=, limit=)` answering (total, items)."""
         self.request = request
         self.size = self.get_page_size(request)
@@ -48,22 +49,26 @@ class OpaPagination(pagination.BasePagination):
         """The last page with items; 1 when there are none (an empty list has one empty page)."""
         return max(1, (self.total + self.size - 1) // self.size)
 
-    def get_page_number(self, request: Request) -> int:
+    def get_page_number(self, request: Request | HttpRequest) -> int:
         value = query_param(request, self.page_query_param)
         return 1 if value is None else parse_integer(self.page_query_param, value)
 
-    def get_page_size(self, request: Request) -> int:
+    def get_page_size(self, request: Request | HttpRequest) -> int:
         value = query_param(request, self.page_size_query_param)
         if value is None:
             return self.page_size
         return parse_integer(self.page_size_query_param, value, maximum=self.max_page_size)
 
     def get_paginated_response(self, data: Any) -> Response:
+        return Response(self.paginated_body(data))
+
+    def paginated_body(self, data: Any) -> dict[str, Any]:
+        """The page's answer (the view's, through get_paginated_response, and the fast path's)."""
         body: dict[str, Any] = {"total": self.total, "page": self.number, "per_page": self.size}
         links = {"next": self.get_next_link(), "previous": self.get_previous_link()}
         body.update((name, link) for name, link in links.items() if link is not None)
         body[self.items_key] = data
-        return Response(body)
+        return body
 
     def get_next_link(self) -> str | None:
         if self.number >= self.last_page:

@@ -79,10 +79,10 @@ def query_param(request: Request | HttpRequest, name: str) -> str | None:
     return values[0] if values else None
 
 
-def reject_unknown(request: Request, known: Iterable[str]) -> None:
+def reject_unknown(request: Request | HttpRequest, known: Iterable[str]) -> None:
     """A parameter the operation does not have is a mistake worth telling (a typo of `since`
     would otherwise list everything)."""
-    unknown = sorted(set(request.query_params) - set(known))
+    unknown = sorted(set(request.GET) - set(known))
     if unknown:
         raise InvalidInput(
             f"unknown query parameter {unknown[0]!r}",

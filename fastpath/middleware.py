@@ -88,6 +88,7 @@ ROUTES: dict[tuple[type[APIView], str], tuple[Takes, Handler]] = {
     (nextcloud.SubscriptionChangeView, "post"): (has_body, nextcloud.fast_change),
     (nextcloud.EpisodeActionsView, "get"): (_always, nextcloud.fast_download),
     (nextcloud.EpisodeActionCreateView, "post"): (has_body, nextcloud.fast_create),
+    (subscriptions.SubscriptionViewSet, "list"): (_asks_json, subscriptions.fast_list),
     (subscriptions.SubscriptionViewSet, "retrieve"): (_asks_json, subscriptions.fast_read),
 }
 

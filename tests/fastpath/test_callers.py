@@ -313,3 +313,30 @@ def test_another_persons_guid_is_the_views_404(alice: Any, bob: Any) -> None:
     theirs = subscribe(bob, "https://feeds.example/theirs.xml")
     assert _one(client, path) == (200, False)
     assert _one(client, f"/v1/subscriptions/{theirs.guid}") == (404, False)
+
+
+def test_the_list_on_the_fast_path_is_the_callers_own(alice: Any, bob: Any) -> None:
+    client, path = _bearer(alice)
+    subscribe(bob, "https://feeds.example/theirs.xml")
+    assert _one(client, path) == (200, False)  # the view verifies the token
+    assert _one(client, "/v1/subscriptions") == (200, True)
+    listed = client.get("/v1/subscriptions").json()
+    assert [s["feed_url"] for s in listed["subscriptions"]] == ["https://feeds.example/one.xml"]
+    assert listed["total"] == 1
+
+
+@pytest.mark.parametrize("asked", ["one", "/v1/subscriptions", "/v1/subscriptions?per_page=1"])
+def test_a_fast_v1_answer_takes_no_more_queries_than_the_views(
+    alice: Any, settings: Any, django_assert_max_num_queries: Any, asked: str
+) -> None:
+    client, path = _bearer(alice)
+    subscribe(alice, "https://feeds.example/two.xml")
+    asked = path if asked == "one" else asked
+    settings.FAST_PATH = False
+    assert _one(client, asked) == (200, False)  # the view verifies the token
+    with CaptureQueriesContext(connection) as by_view:
+        assert _one(client, asked) == (200, False)
+    views = len(by_view)  # read from the log, which the next request empties
+    settings.FAST_PATH = True
+    with django_assert_max_num_queries(views):
+        assert _one(client, asked) == (200, True)

@@ -214,13 +214,38 @@ def _in_step(settings: Any, clients: dict[str, APIClient], steps: list[tuple[Any
 
 GUID = "6f1d1c0e-8a5b-4c3e-9d2f-0a1b2c3d4e5f"
 ONE = f"/v1/subscriptions/{GUID}"
+LIST = "/v1/subscriptions"
+# Beside ONE, on both accounts under the same guids: a list of three, in pages of two.
+OTHERS = {
+    FEED: "0b6a3f4e-2c1d-4e5f-8a9b-1c2d3e4f5a6b",
+    "http://feeds.example/a%22b%5Cc?q=%E2%80%A8": "1c7b4a5f-3d2e-4f6a-9b8c-2d3e4f5a6b7c",
+}
 V1_STEPS: list[tuple[str, str, bytes | None, dict[str, str], bool]] = [
     ("GET", ONE, None, {}, True),
     ("GET", ONE.upper().replace("/V1/SUBSCRIPTIONS/", "/v1/subscriptions/"), None, {}, True),
     ("GET", f"{ONE}?unknown=1", None, {}, True),
     ("GET", ONE, None, {"HTTP_ACCEPT": "application/json"}, True),
     ("HEAD", ONE, None, {}, True),
+    ("GET", LIST, None, {}, True),
+    ("GET", f"{LIST}?per_page=2", None, {}, True),
+    ("GET", f"{LIST}?per_page=2&page=2", None, {}, True),
+    ("GET", f"{LIST}?page=9", None, {}, True),  # past the end: "previous" leads back
+    ("GET", f"{LIST}?since=2020-01-01T00:00:00Z&per_page=1", None, {}, True),
+    ("GET", f"{LIST}?since=2999-01-01T00:00:00%2B02:00", None, {}, True),
+    ("GET", f"{LIST}?per_page=1", None, {"HTTP_ACCEPT": "application/json"}, True),
+    ("HEAD", LIST, None, {}, True),
     # What the fast path passes on, each answered by the view.
+    ("GET", f"{LIST}?unknown=1", None, {}, False),
+    ("GET", f"{LIST}?page=0", None, {}, False),
+    ("GET", f"{LIST}?page=x", None, {}, False),
+    ("GET", f"{LIST}?per_page=100000", None, {}, False),
+    ("GET", f"{LIST}?page=1&page=2", None, {}, False),
+    ("GET", f"{LIST}?since=yesterday", None, {}, False),
+    ("GET", f"{LIST}?since=%00", None, {}, False),
+    ("GET", LIST, None, {"HTTP_ACCEPT": "text/html"}, False),
+    ("GET", LIST, None, {"HTTP_AUTHORIZATION": "Bearer not.a.token"}, False),
+    ("GET", f"{LIST}?{MANY}", None, {}, False),
+    ("POST", LIST, dumps({"subscriptions": []}), {}, False),
     ("GET", "/v1/subscriptions/00000000-0000-4000-8000-000000000000", None, {}, False),
     ("GET", "/v1/subscriptions/not-a-guid", None, {}, False),
     ("GET", "/v1/subscriptions/%00", None, {}, False),
@@ -232,17 +257,20 @@ V1_STEPS: list[tuple[str, str, bytes | None, dict[str, str], bool]] = [
     ("GET", ONE, None, {"HTTP_AUTHORIZATION": "Bearer"}, False),
     ("GET", ONE, None, {"HTTP_AUTHORIZATION": "Basic bm9ib2R5Onh4"}, False),
     ("PATCH", ONE, dumps({"title": "x"}), {}, False),
-    ("GET", "/v1/subscriptions", None, {}, False),
     ("GET", f"{ONE}?{MANY}", None, {}, False),
 ]
 
 
-def test_v1_get_one_answers_the_same_on_and_off(db: None, settings: Any, clock: Any) -> None:
-    """Two accounts with the same subscription under the same guid, each app with its token."""
+def test_v1_get_one_and_the_list_answer_the_same_on_and_off(
+    db: None, settings: Any, clock: Any
+) -> None:
+    """Two accounts with the same subscriptions under the same guids, each app with its token."""
     clients = {}
     for name in ("off", "on"):
         user = UserFactory(username=name, with_password=PASSWORD)
         subscribe(user, UNICODE, guid=GUID)
+        for feed, guid in OTHERS.items():
+            subscribe(user, feed, guid=guid)
         clients[name] = client_for(user)
         # Its first request is the view's, which verifies the token.
         assert clients[name].get(ONE).status_code == 200
