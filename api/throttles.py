@@ -211,18 +211,26 @@ def _count_in(store: BaseCache, key: str, seconds: int) -> tuple[int, float]:
     return int(count), max(opened + seconds - now, 0.0)
 
 
-# The request's attribute naming the scopes that counted it and let it through already (the fast
-# path's, before it passed the request on to its view: fastpath), so no scope counts it twice.
+# The request's attributes naming the scopes that counted it and let it through already, and
+# the refusal of the one that counted it and refused it (the fast path's, before it passed the
+# request on to its view: fastpath), so no scope counts it twice.
 PASSED = "_throttles_passed"
+REFUSED = "_throttle_refused"
 
 
 def throttles_pass(request: Any, throttles: list[Any]) -> bool:
     """Whether each of `throttles` (throttle classes) lets the request through, each counting it
-    once, with its scope marked on the request; Throttled (429) from the first that does not."""
+    once, with its scope marked on the request; Throttled (429) from the first that does not,
+    kept on the request for its view to answer."""
     passed: set[str] = getattr(request, PASSED, set())
     for throttle_class in throttles:
         throttle = throttle_class()
-        if not throttle.allow_request(request, None):
+        try:
+            allowed = throttle.allow_request(request, None)
+        except Throttled as refusal:
+            setattr(request, REFUSED, (throttle.scope, refusal))
+            raise
+        if not allowed:
             return False
         passed.add(throttle.scope)
     setattr(request, PASSED, passed)
@@ -240,6 +248,9 @@ class LimitNamingThrottle(throttling.SimpleRateThrottle):
     def allow_request(self, request: Any, view: Any) -> bool:
         if self.rate is None or self.scope in getattr(request, PASSED, ()):
             return True
+        refused = getattr(request, REFUSED, None)
+        if refused is not None and refused[0] == self.scope:
+            raise refused[1]
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True

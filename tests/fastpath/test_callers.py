@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -218,6 +219,24 @@ def test_a_request_passed_on_is_counted_once_by_the_user_throttle(
     assert middleware.answered.total() == before
     assert fast(client) == (200, True)  # the fourth
     assert fast(client) == (429, False)
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_a_refused_request_is_counted_once_and_refused_as_the_view_refuses_it(
+    alice: Any, settings: Any, monkeypatch: pytest.MonkeyPatch, on: bool
+) -> None:
+    """The fast path's count refuses it, and its view answers that refusal without a second
+    count: the window holds one more than the rate, as with the fast path off."""
+    monkeypatch.setattr(UserThrottle, "THROTTLE_RATES", {"user": "3/min", "login": "10/min"})
+    settings.FAST_PATH = on
+    client = app_session()  # the first of three
+    assert client.get(PULL).status_code == 200
+    assert client.get(PULL).status_code == 200
+    refused = client.get(PULL)
+    assert refused.status_code == 429
+    assert refused.json()["message"].startswith("Rate limit exceeded: at most 3/min requests")
+    assert 0 < int(refused["Retry-After"]) <= 60
+    assert cache.get(f"throttle_user_{alice.pk}") == 4  # DRF's key for the user's window
 
 
 def test_what_it_leaves_to_the_view_before_reading_costs_no_query_more(
