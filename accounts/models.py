@@ -70,3 +70,29 @@ class OneTimePassword(models.Model):
 
     def __str__(self) -> str:
         return f"One-time password of user {self.user_id}"
+
+
+class ConfirmedAddress(models.Model):
+    """The email address its person confirmed, by a link sent to it (accounts.addresses).
+
+    The account's address is Django's `User.email`; it counts as confirmed while it is this row's
+    `address`. Staff writing another one in the admin leaves it unconfirmed, with nothing to keep
+    in step. `key`, the address in lower case, is unique: a confirmed address is one account's
+    only, which is what signing in by it and linking an identity provider by it rely on.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="confirmed_address",
+    )
+    address = models.EmailField()
+    key = models.CharField(max_length=254, unique=True, help_text="The address in lower case.")
+    confirmed = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "confirmed addresses"
+
+    def __str__(self) -> str:
+        return self.address

@@ -90,3 +90,30 @@ def count_registration(request: Any) -> None:
     """Count an attempt to register from the request's address; raise Throttled (429) past
     THROTTLE_REGISTRATION_RATE."""
     RegistrationThrottle().allow_request(request, None)
+
+
+class MailThrottle(LimitNamingThrottle):
+    """Mail a form sends (THROTTLE_MAIL_RATE), counted per client address and again per what it
+    goes to: nobody fills a mailbox, or the outgoing queue, from one address or from many."""
+
+    scope = "mail"
+    limit_name = "mail sent per address"
+
+    def __init__(self, target: str = "") -> None:
+        super().__init__()
+        self.target = target
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        if self.target:  # folded and hashed: typed by anyone, of any size
+            folded = unicodedata.normalize("NFKC", self.target).casefold().strip()
+            ident = "to:" + hashlib.sha256(folded.encode("utf-8", "replace")).hexdigest()
+        else:
+            ident = self.get_ident(request)
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+def count_mail_request(request: Any, target: str) -> None:
+    """Count a mail asked for from the request's address, to `target` (an address, or an
+    account's id); raise Throttled (429) past THROTTLE_MAIL_RATE for either."""
+    MailThrottle().allow_request(request, None)
+    MailThrottle(target).allow_request(request, None)

@@ -1,6 +1,7 @@
 """What Celery beat does in the full layout, done by a thread of the home server's web process
 (docs/self-hosting.md): the deletion sweep every DELETION_SWEEP_INTERVAL seconds, the feeds whose
-fetch failed checked again every FEED_RETRY_SWEEP_INTERVAL, and once a day the expired sessions
+fetch failed checked again every FEED_RETRY_SWEEP_INTERVAL, the mail not sent yet tried again
+every MAIL_SWEEP_INTERVAL (with EMAIL_URL), and once a day the expired sessions
 and refresh tokens cleared; and, every 30 s, the memory the allocator keeps freed handed back."""
 
 import ctypes
@@ -16,6 +17,7 @@ from django.db import connection
 
 from deletions.services import deletion_sweep
 from feedchecks.services import feed_checks_retry
+from mail.services import mail_sweep
 
 logger = logging.getLogger(__name__)
 
@@ -52,12 +54,15 @@ _libc = _glibc()
 
 def jobs() -> list[tuple[str, float, Callable[[], object]]]:
     """Each job's name, its period in seconds, and what it runs."""
-    return [
+    scheduled: list[tuple[str, float, Callable[[], object]]] = [
         ("deletion sweep", settings.DELETION_SWEEP_INTERVAL, deletion_sweep),
         ("failed feeds retried", settings.FEED_RETRY_SWEEP_INTERVAL, feed_checks_retry),
         ("expired sessions and tokens", DAY, _clear_expired),
         ("memory given back", 30.0, _give_back_memory),
     ]
+    if settings.MAIL_ENABLED:
+        scheduled.append(("mail sweep", settings.MAIL_SWEEP_INTERVAL, mail_sweep))
+    return scheduled
 
 
 def _run(name: str, job: Callable[[], object]) -> None:

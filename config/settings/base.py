@@ -8,10 +8,12 @@ accepted. That is what `make run` and the container image's default start.
 
 import ipaddress
 from datetime import timedelta
+from email.utils import formataddr
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 from whitenoise.compress import Compressor
 
@@ -112,6 +114,7 @@ INSTALLED_APPS = [
     "episodes",
     "nextcloud",
     "imports",
+    "mail",
     "web",
     "home",
 ]
@@ -330,6 +333,9 @@ REST_FRAMEWORK = {
         # Feed checks a person asks for on a podcast's page, per account: each fetches a server
         # that is not ours, whenever it was fetched last (feedchecks.throttles).
         "feed_check": env.str("THROTTLE_FEED_CHECK_RATE", default="10/hour"),
+        # Mail a form sends (a password reset, an address to confirm), per client address and
+        # again per address written to or account (accounts.throttles.count_mail_request).
+        "mail": env.str("THROTTLE_MAIL_RATE", default="5/hour"),
     },
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -462,6 +468,46 @@ FEED_EPISODES_KEPT = env.int("FEED_EPISODES_KEPT", default=1000)
 if FEED_EPISODES_KEPT < 0:
     raise ValueError("FEED_EPISODES_KEPT must be 0 (keep none) or more")
 
+# --- Mail (docs/public-instance.md) -------------------------------------------------------
+# The account mail (a password reset, an address to confirm) goes out through EMAIL_URL:
+# smtp://user:password@host:587, smtp+tls:// (STARTTLS), smtp+ssl:// (TLS from the first byte),
+# or consolemail:// (printed by the process that sends it). Unset, the home server's default:
+# no flow depends on mail, and each page that would send some says what staff can do instead.
+EMAIL_URL = env.str("EMAIL_URL", default="")
+MAIL_ENABLED = bool(EMAIL_URL)
+if MAIL_ENABLED:
+    # A link in a mail names the address people reach the service at, never the Host header of
+    # the request that asked for it: whoever asks for another person's reset chooses that one.
+    if not PUBLIC_URL:
+        raise StartError(
+            "EMAIL_URL needs PUBLIC_URL, the address the links in mail lead to "
+            "(https://sync.example.com)"
+        )
+    try:
+        globals().update(environ.Env.email_url_config(EMAIL_URL))
+    except (ImproperlyConfigured, ValueError) as _error:
+        raise StartError(
+            "EMAIL_URL must look like smtp://user:password@host:587, smtp+tls://, smtp+ssl:// "
+            "or consolemail://"
+        ) from _error
+# A mail server that does not answer holds the sending worker this long per attempt, not for ever.
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=20)
+DEFAULT_FROM_EMAIL = env.str(
+    "DEFAULT_FROM_EMAIL",
+    default=formataddr((SITE_NAME, f"noreply@{_public.hostname}")) if PUBLIC_URL else "",
+)
+if MAIL_ENABLED and not DEFAULT_FROM_EMAIL:
+    raise StartError("DEFAULT_FROM_EMAIL must not be empty when EMAIL_URL is set")
+# Without a broker (the home server), mail is sent by a thread of the web process, never inside
+# the request that asked for it.
+MAIL_IN_THREAD = env.bool("MAIL_IN_THREAD", default=not REDIS_URL)
+# Mail that could not be sent is tried again by the sweep, this often (seconds).
+MAIL_SWEEP_INTERVAL = env.float("MAIL_SWEEP_INTERVAL", default=60.0)
+# How long a reset link works (seconds); it also dies once used, or once the password changes.
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=2 * 3600)
+# How long a link confirming an address works (seconds).
+EMAIL_CONFIRM_TIMEOUT = env.int("EMAIL_CONFIRM_TIMEOUT", default=3 * 24 * 3600)
+
 # --- Celery ----------------------------------------------------------------------------------
 # Without REDIS_URL, tasks run in-process right after the commit that sent them.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
@@ -501,6 +547,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "deletions.tasks.sweep_deletions",
         "schedule": DELETION_SWEEP_INTERVAL,
     },
+    "send-mail": {"task": "mail.tasks.sweep_mail", "schedule": MAIL_SWEEP_INTERVAL},
     "retry-failed-feeds": {
         "task": "feedchecks.tasks.retry_failed_feeds",
         "schedule": FEED_RETRY_SWEEP_INTERVAL,

@@ -60,3 +60,6 @@ FEED_CHECK_THREADS = 0
 # An import runs within the request that started it (Celery's eager mode), so that the test
 # sees its end; tests/imports/test_page.py runs the home server's thread too.
 IMPORT_IN_THREAD = False
+# Mail is sent by the task right after the commit that queued it (Celery's eager mode), so that a
+# test reads it from the SMTP server it started (tests/mail); tests/mail runs the thread too.
+MAIL_IN_THREAD = False
