@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 
 from deletions.models import AccountDeletion, Deletion
 from feedchecks.models import FeedCheck
+from mail.models import Mail
 from staff.selectors import Viewer, account_rows
 from subscriptions.admin import UserSubscriptionsAdmin
 
@@ -88,6 +89,7 @@ def overview_viewer(request: HttpRequest) -> Viewer:
         deletions=opens(Deletion),
         account_deletions=opens(AccountDeletion),
         feed_checks=opens(FeedCheck),
+        mail=opens(Mail),
     )
 
 

@@ -52,6 +52,7 @@ from episodes.models import EpisodeAction
 from feedchecks.models import FeedCheck
 from feedchecks.services import background_checks_waiting
 from gpodder.models import Device
+from mail.selectors import mail_counts
 from subscriptions.models import Subscription
 
 ACTIVE_DAYS = (7, 30)
@@ -95,6 +96,7 @@ class Viewer:
     deletions: bool = False
     account_deletions: bool = False
     feed_checks: bool = False
+    mail: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,7 @@ class Overview:
     failing_feeds: int
     latest_failing: list[FeedCheck]
     queues: Queues
+    mail: dict[str, int]  # state -> mails (mail.selectors.mail_counts)
 
 
 def overview_read(*, viewer: Viewer) -> Overview:
@@ -175,6 +178,7 @@ def overview_read(*, viewer: Viewer) -> Overview:
         failing_feeds=failing.count(),
         latest_failing=latest_failing,
         queues=queues_read(),
+        mail=mail_counts(),
     )
 
 

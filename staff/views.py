@@ -7,6 +7,7 @@ let do the same (staff.admin.people_rights)."""
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -30,6 +31,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         "title": "Overview",
         "overview": selectors.overview_read(viewer=overview_viewer(request)),
         "active_days": selectors.ACTIVE_DAYS,
+        "mail_enabled": settings.MAIL_ENABLED,
     }
     return TemplateResponse(request, "staff/overview.html", context)
 

@@ -267,3 +267,46 @@ class RegistrationForm(NewPasswordTwice):
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
+
+
+class ResetRequestForm(forms.Form):
+    """The address a password reset link goes to; accounts.addresses checks it."""
+
+    address = forms.CharField(
+        label="Your account's email address",
+        max_length=254,
+        strip=True,
+        error_messages={"required": "Type the email address of your account."},
+        widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
+    )
+
+
+class ResetPasswordForm(NewPasswordTwice):
+    """A new password chosen from a reset link; the service checks it by the validators."""
+
+    # Shown, and offered to password managers to save the new password under; never trusted.
+    username = forms.CharField(widget=forms.HiddenInput, max_length=150, required=False)
+    password = forms.CharField(
+        label="Your new password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password", "autofocus": True}),
+    )
+    password_again = forms.CharField(
+        label="New password again",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )
+
+
+class AddressForm(PasswordConfirmForm):
+    """The account's email address, changed once its password is given again; empty removes
+    it. accounts.addresses checks the address, password_form_status the password."""
+
+    address = forms.CharField(
+        label="Email address",
+        max_length=254,
+        strip=True,
+        required=False,
+        widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+    )
+    field_order = ["address", "password"]

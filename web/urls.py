@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from api.middleware import IMPORT_FILE_PATH
-from web.views import account, connect, data, devices, feeds, podcasts, signing, site
+from web.views import account, connect, data, devices, feeds, podcasts, recovery, signing, site
 
 app_name = "web"
 DEVICE_ID = r"[A-Za-z0-9_.\-]{1,64}"
@@ -16,6 +16,12 @@ urlpatterns = [
     path("login/", signing.sign_in, name="login"),
     path("logout/", signing.sign_out, name="logout"),
     path("login/password/", signing.password_choose, name="password-choose"),
+    path("login/reset/", recovery.password_forgotten, name="password-forgotten"),
+    path(
+        "login/reset/<str:uidb64>/<str:token>/",
+        recovery.password_reset,
+        name="password-reset-link",
+    ),
     path("register/", signing.register, name="register"),
     # The page an app logging in with Nextcloud's Login Flow v2 opens; any token reaches the
     # view, which answers 404 to one that is not a flow's.
@@ -46,6 +52,8 @@ urlpatterns = [
     path("data/everything.json", data.everything, name="export-json"),
     path("account/", account.account, name="account"),
     path("account/password/", account.password_change, name="password"),
+    path("account/address/", account.address_change, name="address"),
+    path("account/address/<str:token>/", account.address_confirm, name="address-confirm"),
     path("account/app-passwords/", account.app_password_create, name="app-password-create"),
     path(
         "account/app-passwords/<int:app_password_id>/revoke/",

@@ -1,28 +1,38 @@
-"""A person's account: password, app passwords, deleting the account (docs/web.md, "Account")."""
+"""A person's account: email address, password, app passwords, deleting the account (docs/web.md,
+"Account")."""
 
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import logout, update_session_auth_hash
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import Throttled
 
+from accounts import addresses
 from accounts import selectors as account_selectors
 from accounts import services as accounts
-from core.exceptions import InvalidInput, NotFound
+from accounts.throttles import count_mail_request
+from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from deletions import selectors as deletion_selectors
 from deletions import services as deletions
+from mail.models import Mail
+from mail.services import mail_queue
 from web import forms, selectors
 from web.views.common import (
     GET_POST,
     form_errors,
+    link_dead,
     or_404,
     password_form_status,
     person_of,
     person_required,
+    signed_in,
+    throttled_message,
 )
 
 
@@ -31,14 +41,19 @@ def _account_page(
     *,
     password_form: Any = None,
     app_form: Any = None,
+    address_form: Any = None,
     created: tuple[Any, str] | None = None,
     status: int = 200,
 ) -> HttpResponse:
+    user = person_of(request)
     return render(
         request,
         "web/account.html",
         {
-            "password_form": password_form or forms.PasswordChange(person_of(request)),
+            "address_form": address_form or forms.AddressForm(user=user),
+            "address_confirmed": addresses.address_confirmed(user=user),
+            "mail": settings.MAIL_ENABLED,
+            "password_form": password_form or forms.PasswordChange(user),
             "app_form": app_form or forms.AppPasswordForm(),
             "app_passwords": account_selectors.app_passwords_of(user=request.user),
             "created": created,
@@ -68,6 +83,65 @@ def password_change(request: HttpRequest) -> HttpResponse:
     update_session_auth_hash(request, form.user)  # this session stays; every other one ends
     messages.success(request, "Your password is changed. Other signed-in browsers are signed out.")
     return redirect("web:account")
+
+
+@require_POST
+@person_required
+@never_cache
+def address_change(request: HttpRequest) -> HttpResponse:
+    """A new address, once the password is given again. With mail, it becomes the account's
+    once the link mailed to it is opened (address_confirm); without, it is written as it is,
+    unconfirmed. An empty one removes the address."""
+    user = person_of(request)
+    form = forms.AddressForm(request.POST, user=user)
+    status = password_form_status(request, form, user.get_username(), password_field="password")
+    if status != 200:
+        return _account_page(request, address_form=form, status=status)
+    try:
+        address = addresses.address_checked(form.cleaned_data["address"])
+        if settings.MAIL_ENABLED and address:
+            count_mail_request(request, f"account:{user.pk}")
+            mail_queue(kind=Mail.Kind.CONFIRM, address=address, user=user)
+        else:
+            addresses.address_set(user=user, address=address)
+    except InvalidInput as exc:
+        form_errors(form, exc)
+        return _account_page(request, address_form=form, status=400)
+    except Throttled as exc:
+        form.add_error(None, throttled_message(exc))
+        return _account_page(request, address_form=form, status=429)
+    if settings.MAIL_ENABLED and address:
+        messages.success(
+            request,
+            f"A link is on its way to {address}: open it to make that your address. "
+            "Until then your address stays as it is.",
+        )
+    elif address:
+        messages.success(request, f"Your address is {address}.")
+    else:
+        messages.success(request, "Your address is removed.")
+    return redirect("web:account")
+
+
+@GET_POST
+@never_cache
+def address_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """The page a confirmation link opens, signed in or not (the mail may be read on another
+    device): GET says what it confirms, and its button's POST confirms it. A link that was used,
+    is too old, or was made before the account's address or password changed confirms nothing."""
+    try:
+        user, address = addresses.confirmation_read(token=token)
+        if request.method == "POST":
+            addresses.address_confirm(token=token)
+    except (NotAuthorized, InvalidInput) as exc:
+        return link_dead(request, exc)
+    if request.method == "GET":
+        context = {"username": user.get_username(), "address": address, "token": token}
+        return render(request, "web/address_confirm.html", context)
+    messages.success(request, f"{address} is now the address of your account.")
+    if signed_in(request) and request.user.pk == user.pk:
+        return redirect("web:account")
+    return redirect("web:login")
 
 
 @require_POST

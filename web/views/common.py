@@ -6,16 +6,18 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
+from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import Throttled
 
 from accounts.throttles import count_login_attempt, refuse_while_throttled
-from core.exceptions import DomainError, NotAuthorized, NotFound
+from core.exceptions import DomainError, InvalidInput, NotAuthorized, NotFound
 
 GET_POST = require_http_methods(["GET", "POST"])
 
@@ -101,3 +103,11 @@ def form_errors(form: Any, exc: DomainError) -> None:
                 placed = True
     if not placed:
         form.add_error(None, exc.message)
+
+
+def link_dead(request: HttpRequest, exc: NotAuthorized | InvalidInput) -> HttpResponse:
+    """The page of a mailed link that does nothing (accounts.addresses): dead (404), or its
+    address another account's meanwhile (409). It says why, and how to get another."""
+    status = 409 if isinstance(exc, InvalidInput) else 404
+    context = {"message": f"{exc.message}.", "mail": settings.MAIL_ENABLED}
+    return render(request, "web/link_dead.html", context, status=status)
