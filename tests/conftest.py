@@ -25,6 +25,7 @@ from tests import servers
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
 from tests.helpers import PASSWORD, Clock, basic_app, client_for, forget_all, subscribe
+from tests.mailserver import Mailbox, smtp_server
 from tests.web.helpers import PASSWORD as PAGES_PASSWORD
 
 # Hypothesis' 200 ms deadline fails an example that a loaded CI host or a GC pause slowed once;
@@ -221,3 +222,26 @@ def feed_server() -> Iterator[FeedServer]:
     server = FeedServer().start()
     yield server
     server.stop()
+
+
+# --- Mail: a real SMTP server, and the settings that send to it -----------------------------------
+
+MAIL_SITE = "http://sync.example.test"
+
+
+@pytest.fixture
+def mailbox(settings: Any) -> Iterator[Mailbox]:
+    """EMAIL_URL pointing at a real SMTP server started for the test (tests/mailserver.py),
+    whose mailbox the test reads; the links in mail lead to MAIL_SITE."""
+    with smtp_server() as box:
+        settings.MAIL_ENABLED = True
+        settings.PUBLIC_URL = MAIL_SITE
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST = "127.0.0.1"
+        settings.EMAIL_PORT = box.port
+        settings.EMAIL_HOST_USER = ""
+        settings.EMAIL_HOST_PASSWORD = ""
+        settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+        settings.EMAIL_TIMEOUT = 5
+        settings.DEFAULT_FROM_EMAIL = "Podcast sync <noreply@sync.example.test>"
+        yield box

@@ -295,12 +295,12 @@ def production_env(name: str, db: dict[str, Any], **settings: str) -> dict[str, 
 
 @contextmanager
 def gunicorn_service(
-    env: dict[str, str], log: Path, wrapper: tuple[str, ...] = ()
+    env: dict[str, str], log: Path, wrapper: tuple[str, ...] = (), port: int = 0
 ) -> Iterator[int]:
     """The service (config.wsgi) under gunicorn with config/gunicorn.py, as production runs it,
-    on a free loopback port and the settings `env` gives: its port, once GET /v1/ answers.
-    `wrapper` runs it (`prlimit --fsize=...`, for a disk that fills)."""
-    port = free_port()
+    on loopback `port` (a free one unless told) and the settings `env` gives: its port, once
+    GET /v1/ answers. `wrapper` runs it (`prlimit --fsize=...`, for a disk that fills)."""
+    port = port or free_port()
     with log.open("wb") as out:
         server = subprocess.Popen(
             [*wrapper, sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.py",

@@ -1,5 +1,5 @@
-"""A new password, by any route (the account page, the admin, `changepassword`), ends every
-token and session of the account but the page session that made it (docs/api.md,
+"""A new password, by any route (the account page, the admin, `changepassword`, a reset link),
+ends every token and session of the account but the page session that made it (docs/api.md,
 "Authentication"); the page's check of the old password counts like a sign-in."""
 
 import base64
@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.test import Client
 from rest_framework.test import APIClient
 
-from accounts import services
+from accounts import addresses, services
 from accounts.throttles import LoginThrottle
 from tests.factories import UserFactory
 from tests.helpers import assert_error
@@ -75,7 +75,15 @@ def by_the_command(member: Any, staff: Any, monkeypatch: pytest.MonkeyPatch) -> 
     call_command("changepassword", "alice", stdout=None)
 
 
-ROUTES: list[Callable[..., Any]] = [on_the_page, in_the_admin, by_the_command]
+def by_a_reset_link(member: Any, staff: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    member.refresh_from_db()  # as it is now: signed in since
+    uid, token = addresses.reset_link_parts(member)
+    link = f"/login/reset/{uid}/{token}/"
+    answer = Client().post(link, {"password": NEW, "password_again": NEW})
+    assert answer.status_code == 302, answer.content[:500]
+
+
+ROUTES: list[Callable[..., Any]] = [on_the_page, in_the_admin, by_the_command, by_a_reset_link]
 
 
 @pytest.mark.parametrize("change", ROUTES, ids=lambda route: route.__name__)

@@ -28,6 +28,8 @@ from tests.servers import ROOT
 pytestmark = pytest.mark.e2e
 
 GUIDE = ROOT / "docs" / "self-hosting.md"
+# The public instance's guide has blocks for a real host only, checked by the same tools.
+PUBLIC = ROOT / "docs" / "public-instance.md"
 INSTALL = "scripts/install-servers.sh nginx caddy installs it (make test does)"
 # Where the settings an environment file may name are read.
 READ_BY = [
@@ -70,6 +72,8 @@ def shown(printed: str, expected: str) -> str | None:
 
 def test_every_block_says_how_it_is_tested() -> None:
     assert problems(GUIDE) == []
+    assert problems(PUBLIC) == []
+    assert {block.mode for block in blocks(PUBLIC)} == {"real-host"}
     modes = {block.mode for block in blocks(GUIDE)}
     assert {"run", "start", "output", "image", "real-host"} <= modes
     assert any(isinstance(item, Directive) and item.mode == "stop" for item in read(GUIDE))
@@ -265,7 +269,9 @@ def _checked_by(block: Block) -> str | None:
 
 
 @pytest.mark.parametrize(
-    "block", blocks(GUIDE, "real-host"), ids=lambda block: f"line {block.line}"
+    "block",
+    blocks(GUIDE, "real-host") + blocks(PUBLIC, "real-host"),
+    ids=lambda block: block.where,
 )
 def test_a_block_for_a_real_host_passes_its_tool(block: Block, tmp_path: Path) -> None:
     tool = _checked_by(block)

@@ -6,6 +6,8 @@ tests commit their data (transactional_db) for it to see.
 
 import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,38 @@ def worker_factory(
     yield start
     for worker in started:
         worker.stop()
+
+
+def pages_settings(folder: Path) -> dict[str, str]:
+    """The production settings (config.settings.base) with STATIC_ROOT at `folder`'s files
+    (static_settings): the pages need collectstatic's manifest, which must not be written into
+    the working tree."""
+    return {
+        "PYTHONPATH": os.pathsep.join([str(folder), str(servers.ROOT)]),
+        "DJANGO_SETTINGS_MODULE": "production_settings",
+    }
+
+
+@pytest.fixture(scope="session")
+def static_settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of collected static files and the settings module that serves them."""
+    folder = tmp_path_factory.mktemp("production")
+    (folder / "production_settings.py").write_text(
+        "from config.settings.base import *  # noqa: F403\n"
+        f"STATIC_ROOT = {str(folder / 'static')!r}\n"
+    )
+    env = {
+        **os.environ,
+        **pages_settings(folder),
+        "SECRET_KEY": "static-files-secret-key-long-enough-for-hs256-signing-0123",
+        "DATABASE_URL": "sqlite:///unused.sqlite3",
+    }
+    env.pop("DEBUG", None)
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=servers.ROOT, env=env, check=True, timeout=300,
+    )  # fmt: skip
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,6 @@ marked `Secure` on an `http://` URL, as every client does.
 """
 
 import os
-import subprocess
-import sys
 from base64 import b64encode
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +20,9 @@ import requests
 from django.db import connection
 from mygpoclient import api
 
+from tests.e2e.conftest import pages_settings
 from tests.factories import UserFactory
-from tests.servers import ROOT, gunicorn_service
+from tests.servers import gunicorn_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db")]
 
@@ -32,13 +31,9 @@ TIMEOUT = 30
 
 
 def production_env(settings_dir: Path) -> dict[str, str]:
-    """The production settings (config.settings.base), with only STATIC_ROOT moved to a
-    temporary folder: the pages need collectstatic's manifest, which must not be written into
-    the working tree."""
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(settings_dir), str(ROOT)]),
-        "DJANGO_SETTINGS_MODULE": "production_settings",
+        **pages_settings(settings_dir),
         "SECRET_KEY": "cookies-test-secret-key-long-enough-for-hs256-signing-0123",
         "ALLOWED_HOSTS": "127.0.0.1",
         "SECURE_SSL_REDIRECT": "false",
@@ -50,27 +45,12 @@ def production_env(settings_dir: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def settings_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("production")
-    (folder / "production_settings.py").write_text(
-        "from config.settings.base import *  # noqa: F403\n"
-        f"STATIC_ROOT = {str(folder / 'static')!r}\n"
-    )
-    env = {**production_env(folder), "DATABASE_URL": "sqlite:///unused.sqlite3"}
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-        cwd=ROOT, env=env, check=True, timeout=300,
-    )  # fmt: skip
-    return folder
-
-
 @pytest.fixture
-def service(tmp_path: Path, settings_dir: Path) -> Iterator[str]:
+def service(tmp_path: Path, static_settings: Path) -> Iterator[str]:
     """The service under gunicorn with the production settings, over plain HTTP: its base URL."""
     db = connection.settings_dict
     env = {
-        **production_env(settings_dir),
+        **production_env(static_settings),
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
     }
     with gunicorn_service(env, tmp_path / "gunicorn.log") as port:

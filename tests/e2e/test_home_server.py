@@ -75,10 +75,11 @@ def fresh_copy(target: Path) -> Path:
 
 
 class HomeServer:
-    """`make run` in `folder`, on `port`: what a person types, with the repository's venv."""
+    """`make run` in `folder`, on `port`: what a person types, with the repository's venv, and
+    the settings `env` besides."""
 
-    def __init__(self, folder: Path, port: int):
-        self.folder, self.port = folder, port
+    def __init__(self, folder: Path, port: int, env: dict[str, str] | None = None):
+        self.folder, self.port, self.env = folder, port, env or {}
         self.process: subprocess.Popen[bytes] | None = None
         self.output = folder / "make-run.log"
 
@@ -92,7 +93,7 @@ class HomeServer:
         with open(self.output, "ab") as log:
             self.process = subprocess.Popen(
                 ["make", "run", f"PORT={self.port}", f"VENV={ROOT / '.venv'}"],
-                cwd=self.folder, env=shell(), stdout=log, stderr=subprocess.STDOUT,
+                cwd=self.folder, env={**shell(), **self.env}, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
         deadline = time.monotonic() + 120
