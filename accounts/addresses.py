@@ -9,6 +9,7 @@ sign-in.
 """
 
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -129,10 +130,16 @@ def address_set(*, user: Any, address: str) -> None:
     user.email = address
 
 
+def confirmed_among(users: Iterable[Any]) -> set[Any]:
+    """The ids of those of `users` whose address is the one they confirmed, in one query."""
+    emails = {user.pk: user.email for user in users}
+    held = ConfirmedAddress.objects.filter(user_id__in=emails).values_list("user_id", "key")
+    return {pk for pk, key in held if emails[pk] and emails[pk].lower() == key}
+
+
 def address_confirmed(*, user: Any) -> bool:
     """Whether the user's address is the one they confirmed."""
-    held = ConfirmedAddress.objects.filter(user_id=user.pk).values_list("key", flat=True).first()
-    return bool(user.email) and held == user.email.lower()
+    return user.pk in confirmed_among([user])
 
 
 def users_by_address(address: str) -> list[Any]:

@@ -37,6 +37,11 @@ def mail_queue(*, kind: str, address: str, user: Any = None) -> Mail:
     return mail
 
 
+def confirmation_send(*, user: Any, address: str) -> Mail:
+    """Queue the mail with a link that makes `address` the user's, confirmed."""
+    return mail_queue(kind=Mail.Kind.CONFIRM, address=address, user=user)
+
+
 def _dispatch(mail_id: int) -> None:
     """To a worker through the broker; without one (the home server), to a thread of this
     process. A broker that cannot be reached is logged: the sweep sends the mail instead."""

@@ -44,6 +44,7 @@ from django.db.models import (
 )
 from django.db.models.functions import TruncDate
 
+from accounts.addresses import confirmed_among
 from core import clock
 from core.admin import EstimatedCountPaginator, rows_counted
 from core.exceptions import NotFound
@@ -380,6 +381,8 @@ class Person:
     is_staff: bool
     is_superuser: bool
     being_deleted: bool  # its person asked for its deletion, which a worker has yet to finish
+    email: str
+    email_confirmed: bool  # the address is the one its person confirmed (accounts.addresses)
 
 
 def _people() -> QuerySet[Any]:
@@ -400,7 +403,7 @@ def _people() -> QuerySet[Any]:
     )
 
 
-def _person(user: Any) -> Person:
+def _person(user: Any, confirmed: set[Any]) -> Person:
     return Person(
         pk=user.pk,
         username=user.get_username(),
@@ -411,6 +414,8 @@ def _person(user: Any) -> Person:
         is_staff=user.is_staff,
         is_superuser=user.is_superuser,
         being_deleted=user.being_deleted,
+        email=user.email,
+        email_confirmed=user.pk in confirmed,
     )
 
 
@@ -429,8 +434,9 @@ def people_page(*, number: Any) -> People:
     paginator = EstimatedCountPaginator(users, PEOPLE_PER_PAGE)
     page = paginator.get_page(number)
     first = (page.number - 1) * PEOPLE_PER_PAGE
-    listed = _people().order_by("username")[first : first + PEOPLE_PER_PAGE]
-    page.object_list = [_person(user) for user in listed]
+    listed = list(_people().order_by("username")[first : first + PEOPLE_PER_PAGE])
+    confirmed = confirmed_among(listed)
+    page.object_list = [_person(user, confirmed) for user in listed]
     counted = paginator.count
     return People(page, Rows(counted, exact=counted <= EstimatedCountPaginator.COUNT_CAP))
 
@@ -440,4 +446,4 @@ def person_get(*, user_id: Any) -> Person:
     user = _people().filter(pk=user_id).first()
     if user is None:
         raise NotFound()
-    return _person(user)
+    return _person(user, confirmed_among([user]))

@@ -27,4 +27,9 @@ urlpatterns = [
         admin.site.admin_view(views.person_on),
         name="admin-person-on",
     ),
+    path(
+        "admin/people/<int:user_id>/confirmation/",
+        admin.site.admin_view(views.person_confirmation),
+        name="admin-person-confirmation",
+    ),
 ]

@@ -9,15 +9,19 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from rest_framework.exceptions import Throttled
 
 from accounts import services as accounts
+from accounts.throttles import count_mail_request
 from api.addresses import address_of_request
 from core.exceptions import InvalidInput, NotFound
+from mail import services as mail
 from staff import selectors
 from staff.admin import PeopleRights, overview_viewer, people_rights
 from staff.forms import MemberAddForm
@@ -76,6 +80,7 @@ def _people_page(
         # The one a phone reaches: a staff member at the server itself opened this through
         # localhost, which on the member's phone means the phone.
         "sign_in": address_of_request(request).address + reverse("web:login"),
+        "mail_enabled": settings.MAIL_ENABLED,
     }
     return TemplateResponse(request, "staff/people.html", context, status=status)
 
@@ -190,5 +195,28 @@ def person_on(request: HttpRequest, user_id: int) -> HttpResponse:
         return _gone(request)
     messages.success(
         request, f"The account {user.get_username()} is turned on again: they can sign in."
+    )
+    return redirect("admin-people")
+
+
+@require_POST
+def person_confirmation(request: HttpRequest, user_id: int) -> HttpResponse:
+    """Send the account's person, again, a link that confirms the address it has: for one whose
+    first mail was lost, or an address staff wrote in the admin."""
+    answer = _not_to_change(request, people_rights(request), user_id)
+    if answer is not None:
+        return answer
+    person = selectors.person_get(user_id=user_id)
+    if not settings.MAIL_ENABLED:
+        return _refused(request, "This server sends no mail: EMAIL_URL is not set.")
+    if not person.email or person.email_confirmed:
+        return _refused(request, f"{person.username} has no address waiting to be confirmed.")
+    try:
+        count_mail_request(request, f"account:{person.pk}")
+    except Throttled as exc:
+        return _refused(request, str(exc.detail))
+    mail.confirmation_send(user=get_user_model().objects.get(pk=person.pk), address=person.email)
+    messages.success(
+        request, f"A link to confirm {person.email} is on its way to it, for {person.username}."
     )
     return redirect("admin-people")

@@ -20,8 +20,7 @@ from accounts.throttles import count_mail_request
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from deletions import selectors as deletion_selectors
 from deletions import services as deletions
-from mail.models import Mail
-from mail.services import mail_queue
+from mail.services import confirmation_send
 from web import forms, selectors
 from web.views.common import (
     GET_POST,
@@ -101,7 +100,7 @@ def address_change(request: HttpRequest) -> HttpResponse:
         address = addresses.address_checked(form.cleaned_data["address"])
         if settings.MAIL_ENABLED and address:
             count_mail_request(request, f"account:{user.pk}")
-            mail_queue(kind=Mail.Kind.CONFIRM, address=address, user=user)
+            confirmation_send(user=user, address=address)
         else:
             addresses.address_set(user=user, address=address)
     except InvalidInput as exc:
