@@ -19,7 +19,7 @@ PEOPLE = "/admin/people/"
 
 @pytest.fixture
 def accounts(db: None) -> dict[str, Any]:
-    confirmed = UserFactory(username="carol", email="carol@example.com")
+    confirmed: Any = UserFactory(username="carol", email="carol@example.com")
     ConfirmedAddress.objects.create(
         user=confirmed,
         address="carol@example.com",
