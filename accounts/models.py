@@ -96,3 +96,30 @@ class ConfirmedAddress(models.Model):
 
     def __str__(self) -> str:
         return self.address
+
+
+class Invitation(models.Model):
+    """A single-use link that makes an account when registration is by invitation
+    (accounts.invitations). Only its token's SHA-256 is kept: the link is shown once, to whoever
+    made it."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="invitations_made"
+    )
+    created = models.DateTimeField()
+    expires = models.DateTimeField()
+    used = models.DateTimeField(null=True, blank=True)
+    used_by = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="invitation_used",
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["made_by", "-created"], name="invitation_by_maker")]
+
+    def __str__(self) -> str:
+        return f"Invitation {self.pk} by user {self.made_by_id}"

@@ -338,3 +338,24 @@ def runserver(env: dict[str, str]) -> Iterator[int]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def settings_started(
+    folder: Path, names: list[str], **settings: str
+) -> subprocess.CompletedProcess[str]:
+    """The production settings (config.settings.base) loaded by a process of their own with
+    `settings` in its environment, on a SQLite database in `folder`: it prints the values of
+    `names`, separated by "|", on its last line, or fails as a start would, saying why."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "config.settings.base",
+        "SECRET_KEY": "a-production-secret-key-that-is-long-and-random-enough-0123456789",
+        "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}",
+        **settings,
+    }
+    shown = ", ".join(f"s.{name}" for name in names)
+    return subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         f"from django.conf import settings as s; print({shown}, sep='|')"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip

@@ -23,6 +23,7 @@ urlpatterns = [
         name="password-reset-link",
     ),
     path("register/", signing.register, name="register"),
+    path("register/<str:token>/", signing.register_invited, name="register-invited"),
     # The page an app logging in with Nextcloud's Login Flow v2 opens; any token reaches the
     # view, which answers 404 to one that is not a flow's.
     path("login/flow/<str:token>/", signing.login_flow, name="login-flow"),
@@ -59,6 +60,12 @@ urlpatterns = [
         "account/app-passwords/<int:app_password_id>/revoke/",
         account.app_password_revoke,
         name="app-password-revoke",
+    ),
+    path("account/invitations/", account.invitation_create, name="invitation-create"),
+    path(
+        "account/invitations/<int:invitation_id>/withdraw/",
+        account.invitation_withdraw,
+        name="invitation-withdraw",
     ),
     path("account/delete/", account.account_delete, name="account-delete"),
     path("account/deleted/<uuid:key>/", account.account_deletion, name="account-deletion"),

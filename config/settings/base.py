@@ -365,8 +365,21 @@ SIMPLE_JWT = {
     "UPDATE_LAST_LOGIN": True,
     "AUTH_HEADER_TYPES": ("Bearer",),
 }
-# People create their own accounts on the sign-in page when true (docs/web.md); staff otherwise.
-REGISTRATION_OPEN = env.bool("REGISTRATION_OPEN", default=False)
+# Who makes accounts (docs/public-instance.md, "Registration"): staff only ("closed"), people
+# given an invitation link ("invitation"), or anyone on the registration page ("open").
+# REGISTRATION_OPEN=true, the setting before it, still means "open".
+REGISTRATION = env.str(
+    "REGISTRATION", default="open" if env.bool("REGISTRATION_OPEN", default=False) else "closed"
+)
+if REGISTRATION not in ("closed", "invitation", "open"):
+    raise StartError("REGISTRATION must be closed, invitation or open")
+# With REGISTRATION=invitation, members make invitation links too, not only staff.
+INVITATIONS_BY_MEMBERS = env.bool("INVITATIONS_BY_MEMBERS", default=False)
+# How long an invitation link works (days), and how many unused ones an account may hold.
+INVITATION_DAYS = env.int("INVITATION_DAYS", default=7)
+if INVITATION_DAYS < 1:
+    raise StartError("INVITATION_DAYS must be 1 or more")
+MAX_OPEN_INVITATIONS = env.int("MAX_OPEN_INVITATIONS", default=20)
 # App passwords per account (docs/web.md, "Account and app passwords").
 MAX_APP_PASSWORDS = env.int("MAX_APP_PASSWORDS", default=50)
 # Devices per account (docs/gpodder-api.md, "Devices"): each app install names one, and a

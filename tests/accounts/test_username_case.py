@@ -83,7 +83,7 @@ def test_the_check_folds_case_as_the_index_does(db: None) -> None:
 
 
 def test_the_registration_page_refuses_a_case_variant(db: None, settings: Any) -> None:
-    settings.REGISTRATION_OPEN = True
+    settings.REGISTRATION = "open"
     UserFactory(username="quinn")
     response = Client().post(
         "/register/", {"username": "QUINN", "password": PASSWORD, "password_again": PASSWORD}

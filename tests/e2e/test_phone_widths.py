@@ -523,7 +523,7 @@ def sign_in(browser: WebDriver, base: str) -> None:
 def test_every_page_fits_a_phone_and_a_laptop(
     live_server: Any, browser: WebDriver, feeds: FeedServer, settings: Any, tmp_path: Path
 ) -> None:
-    settings.REGISTRATION_OPEN = True
+    settings.REGISTRATION = "open"
     person: Any = UserFactory(username=USERNAME, with_password=PASSWORD)
     site = realistic_data(person, feeds)
 

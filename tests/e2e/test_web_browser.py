@@ -100,9 +100,9 @@ def test_a_person_signs_in_imports_syncs_downloads_and_deletes_their_account(
     visit = Visit(browser, live_server.url)
 
     # The registration page, when open, passes the same checks.
-    settings.REGISTRATION_OPEN = True
+    settings.REGISTRATION = "open"
     visit.open("/register/")
-    settings.REGISTRATION_OPEN = False
+    settings.REGISTRATION = "closed"
 
     # Sign in.
     visit.open("/")

@@ -3,10 +3,8 @@ until it is sent (docs/public-instance.md, "Mail"): a server that refuses for a 
 nothing, one that refuses for good or never answers is shown to staff, and none holds a worker
 past EMAIL_TIMEOUT."""
 
-import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ from mail.models import Mail
 from tests.factories import UserFactory
 from tests.helpers import Clock, wait_until
 from tests.mailserver import Mailbox
-from tests.servers import free_port
+from tests.servers import free_port, settings_started
 from tests.web.helpers import PASSWORD
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -168,20 +166,18 @@ def test_the_home_servers_schedule_sweeps_mail_only_with_email_url(settings: Any
     assert ("mail sweep", 30.0, services.mail_sweep) in scheduler.jobs()
 
 
+MAIL_SETTINGS = [
+    "EMAIL_BACKEND",
+    "EMAIL_HOST",
+    "EMAIL_PORT",
+    "EMAIL_USE_TLS",
+    "EMAIL_HOST_USER",
+    "DEFAULT_FROM_EMAIL",
+]
+
+
 def start(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "DJANGO_SETTINGS_MODULE": "config.settings.base",
-        "SECRET_KEY": "a-production-secret-key-that-is-long-and-random-enough-0123456789",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        **settings,
-    }
-    return subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c",
-         "from django.conf import settings as s; print(s.EMAIL_BACKEND, s.EMAIL_HOST, s.EMAIL_PORT,"
-         " s.EMAIL_USE_TLS, s.EMAIL_HOST_USER, s.DEFAULT_FROM_EMAIL, sep='|')"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    return settings_started(tmp_path, MAIL_SETTINGS, **settings)
 
 
 @pytest.mark.parametrize(

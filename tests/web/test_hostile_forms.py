@@ -75,7 +75,7 @@ def snapshot() -> list[Any]:
 def test_hostile_forms_are_refused_without_a_500(
     page: Client, world: dict[str, Any], settings: Any, path: str
 ) -> None:
-    settings.REGISTRATION_OPEN = True
+    settings.REGISTRATION = "open"
     url = path.format(mine=world["mine"].guid, theirs=world["theirs"].guid)
     changes_something = path in (
         "/logout/",

@@ -148,7 +148,7 @@ def test_registration_is_off_by_default(client: Client, db: None) -> None:
 
 
 def test_registration_when_open(client: Client, db: None, settings: Any) -> None:
-    settings.REGISTRATION_OPEN = True
+    settings.REGISTRATION = "open"
     assert "Create one" in client.get("/login/").content.decode()
     weak = client.post(
         "/register/", {"username": "bob", "password": "1234", "password_again": "1234"}
@@ -178,7 +178,7 @@ def test_registration_when_open(client: Client, db: None, settings: Any) -> None
 def test_registration_is_throttled(
     client: Client, db: None, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.REGISTRATION_OPEN = True
+    settings.REGISTRATION = "open"
     monkeypatch.setattr(
         RegistrationThrottle, "THROTTLE_RATES", {"user": "1000/min", "registration": "3/hour"}
     )

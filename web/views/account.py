@@ -9,14 +9,16 @@ from django.contrib import messages
 from django.contrib.auth import logout, update_session_auth_hash
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import Throttled
 
-from accounts import addresses
+from accounts import addresses, invitations
 from accounts import selectors as account_selectors
 from accounts import services as accounts
 from accounts.throttles import count_mail_request
+from api.addresses import address_of_request
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from deletions import selectors as deletion_selectors
 from deletions import services as deletions
@@ -42,9 +44,12 @@ def _account_page(
     app_form: Any = None,
     address_form: Any = None,
     created: tuple[Any, str] | None = None,
+    invited: tuple[Any, str] | None = None,
+    invitation_error: str = "",
     status: int = 200,
 ) -> HttpResponse:
     user = person_of(request)
+    inviting = invitations.may_invite(user)
     return render(
         request,
         "web/account.html",
@@ -56,6 +61,11 @@ def _account_page(
             "app_form": app_form or forms.AppPasswordForm(),
             "app_passwords": account_selectors.app_passwords_of(user=request.user),
             "created": created,
+            "inviting": inviting,
+            "invitations": invitations.invitations_of(user=user) if inviting else [],
+            "invited": invited,
+            "invitation_error": invitation_error,
+            "invitation_days": settings.INVITATION_DAYS,
         },
         status=status,
     )
@@ -141,6 +151,33 @@ def address_confirm(request: HttpRequest, token: str) -> HttpResponse:
     if signed_in(request) and request.user.pk == user.pk:
         return redirect("web:account")
     return redirect("web:login")
+
+
+@require_POST
+@person_required
+@never_cache
+def invitation_create(request: HttpRequest) -> HttpResponse:
+    """A new invitation link, shown on this answer only: only its digest is kept."""
+    try:
+        made, token = invitations.invitation_create(user=person_of(request))
+    except InvalidInput as exc:
+        return _account_page(request, invitation_error=f"{exc.message}.", status=400)
+    link = address_of_request(request).address + reverse("web:register-invited", args=[token])
+    return _account_page(request, invited=(made, link))
+
+
+@require_POST
+@person_required
+@never_cache
+def invitation_withdraw(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    try:
+        invitations.invitation_withdraw(user=person_of(request), invitation_id=invitation_id)
+    except NotFound:
+        message = "This invitation is not among yours waiting to be used: it was used or withdrawn."
+        context = {"title": "Invitation not found", "message": message, "back": "web:account"}
+        return render(request, "web/gone.html", context, status=404)
+    messages.success(request, "The invitation is withdrawn: its link no longer works.")
+    return redirect("web:account")
 
 
 @require_POST

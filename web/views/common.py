@@ -105,9 +105,10 @@ def form_errors(form: Any, exc: DomainError) -> None:
         form.add_error(None, exc.message)
 
 
-def link_dead(request: HttpRequest, exc: NotAuthorized | InvalidInput) -> HttpResponse:
-    """The page of a mailed link that does nothing (accounts.addresses): dead (404), or its
-    address another account's meanwhile (409). It says why, and how to get another."""
+def link_dead(request: HttpRequest, exc: DomainError, *, mailed: bool = True) -> HttpResponse:
+    """The page of a link that does nothing: a mailed one (accounts.addresses) dead (404), or
+    its address another account's meanwhile (409); an invitation used or too old (404). It says
+    why, and, for a mailed one, how to get another."""
     status = 409 if isinstance(exc, InvalidInput) else 404
-    context = {"message": f"{exc.message}.", "mail": settings.MAIL_ENABLED}
+    context = {"message": f"{exc.message}.", "mail": mailed and settings.MAIL_ENABLED}
     return render(request, "web/link_dead.html", context, status=status)

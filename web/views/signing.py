@@ -1,6 +1,7 @@
 """Signing in and out, choosing one's own password after a one-time one, registering, and an
 app's login flow's page (docs/web.md)."""
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
+from accounts import invitations
 from accounts import selectors as account_selectors
 from accounts import services as accounts
 from accounts.throttles import count_registration
@@ -27,6 +29,7 @@ from web import forms
 from web.views.common import (
     GET_POST,
     form_errors,
+    link_dead,
     or_404,
     password_form_status,
     return_page,
@@ -91,7 +94,7 @@ def sign_in(request: HttpRequest) -> HttpResponse:
             "form": form,
             "next": next_page,
             "app_asking": _app_asking(next_page) if next_page else "",
-            "registration": settings.REGISTRATION_OPEN,
+            "registration": settings.REGISTRATION == "open",
         },
         status=status,
     )
@@ -146,31 +149,67 @@ def sign_out(request: HttpRequest) -> HttpResponse:
     return redirect("web:login")
 
 
+def _closed(request: HttpRequest) -> HttpResponse:
+    """Registration is not open: a 404 that says so, and who gives accounts instead; it names
+    nobody."""
+    context = {"by_invitation": invitations.invitations_open()}
+    return render(request, "web/register_closed.html", context, status=404)
+
+
 @GET_POST
 @never_cache
 def register(request: HttpRequest) -> HttpResponse:
-    """Self-registration, when REGISTRATION_OPEN: a new account, signed in at once. Closed, a 404
-    that says so, and who gives accounts instead; it names nobody."""
-    if not settings.REGISTRATION_OPEN:
-        return render(request, "web/register_closed.html", status=404)
+    """Self-registration, when REGISTRATION is open: a new account, signed in at once."""
+    if settings.REGISTRATION != "open":
+        return _closed(request)
+    return _registration(request, lambda form: accounts.user_register(**_chosen(form)))
+
+
+@GET_POST
+@never_cache
+def register_invited(request: HttpRequest, token: str) -> HttpResponse:
+    """The page an invitation link opens, when REGISTRATION is by invitation: the same form,
+    whose account uses the invitation up. A link that does not work says so (a 404)."""
+    try:
+        invitation = invitations.invitation_read(token=token)
+    except NotFound as exc:
+        return link_dead(request, exc, mailed=False)
+    return _registration(
+        request,
+        lambda form: invitations.user_register_invited(token=token, **_chosen(form)),
+        invited_by=invitation.made_by.get_username(),
+    )
+
+
+def _chosen(form: Any) -> dict[str, str]:
+    return {"username": form.cleaned_data["username"], "password": form.cleaned_data["password"]}
+
+
+def _registration(
+    request: HttpRequest, make: Callable[[Any], Any], invited_by: str = ""
+) -> HttpResponse:
+    """The registration form; `make` makes the account from the valid form. Throttled per
+    client address (THROTTLE_REGISTRATION_RATE); the new account is signed in at once."""
     form = forms.RegistrationForm(request.POST if request.method == "POST" else None)
     status = 200
     if request.method == "POST" and form.is_valid():
         try:
             count_registration(request)
-            user: Any = accounts.user_register(
-                username=form.cleaned_data["username"], password=form.cleaned_data["password"]
-            )
+            user: Any = make(form)
         except Throttled as exc:
             form.add_error(None, throttled_message(exc))
             status = 429
         except InvalidInput as exc:
             form_errors(form, exc)
+        except NotFound as exc:  # the invitation used meanwhile, in another tab
+            form.add_error(None, f"{exc.message}.")
+            status = 404
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, "Welcome! Your account is ready.")
             return redirect("web:podcasts")
-    return render(request, "web/register.html", {"form": form}, status=status)
+    context = {"form": form, "invited_by": invited_by}
+    return render(request, "web/register.html", context, status=status)
 
 
 @GET_POST
