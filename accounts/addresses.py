@@ -10,6 +10,7 @@ sign-in.
 
 import unicodedata
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +26,7 @@ from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
 
-from accounts.models import ConfirmedAddress
+from accounts.models import AwaitingConfirmation, ConfirmedAddress
 from accounts.services import user_lock_standing
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized
@@ -69,22 +70,28 @@ def confirmation_token(*, user: Any, address: str) -> str:
     return signing.dumps(given, salt=CONFIRM_SALT)
 
 
+def confirmable(user: Any) -> bool:
+    """Whether a link may confirm an address of the user's: an account that is on, or one
+    registered that waits for its address to be confirmed (not one staff turned off)."""
+    return bool(user.is_active) or AwaitingConfirmation.objects.filter(user_id=user.pk).exists()
+
+
 def _confirming(token: str, *, lock: bool) -> tuple[Any, str]:
     try:
         given = signing.loads(token, salt=CONFIRM_SALT, max_age=settings.EMAIL_CONFIRM_TIMEOUT)
         user_id, address, mark = given["user"], given["address"], given["mark"]
-    except (signing.BadSignature, KeyError, TypeError):
+        users = get_user_model().objects.filter(pk=int(user_id))
+    except (signing.BadSignature, KeyError, TypeError, ValueError):
         raise NotAuthorized(LINK_DEAD) from None
-    if lock:
-        try:
-            user_lock_standing(user_id)
-        except NotAuthorized:
-            raise NotAuthorized(LINK_DEAD) from None
-    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
-    if user is None or not (
-        isinstance(mark, str)
-        and isinstance(address, str)
-        and constant_time_compare(mark, _state_mark(user))
+    user = (users.select_for_update() if lock else users).first()
+    if (
+        user is None
+        or not confirmable(user)
+        or not (
+            isinstance(mark, str)
+            and isinstance(address, str)
+            and constant_time_compare(mark, _state_mark(user))
+        )
     ):
         raise NotAuthorized(LINK_DEAD)
     return user, address
@@ -115,8 +122,34 @@ def address_confirm(*, token: str) -> Any:
         except IntegrityError:
             raise InvalidInput(ADDRESS_TAKEN, errors={"address": [ADDRESS_TAKEN + "."]}) from None
         user.email = address
-        user.save(update_fields=["email"])
+        # A registration waiting for this address is an account from now on.
+        awaited, _ = AwaitingConfirmation.objects.filter(user_id=user.pk).delete()
+        user.is_active = user.is_active or bool(awaited)
+        user.save(update_fields=["email", "is_active"])
     return user
+
+
+def registration_awaits(*, user: Any, address: str) -> None:
+    """Hold a new account off until `address` is confirmed (where there is mail): the caller
+    then mails it the link (mail.services.confirmation_send)."""
+    user.email = address
+    user.is_active = False
+    user.save(update_fields=["email", "is_active"])
+    AwaitingConfirmation.objects.create(user=user, registered=clock.now())
+
+
+def unconfirmed_registrations_purge() -> int:
+    """Delete the accounts registered whose confirmation link is too old and was never opened:
+    nothing of them but the row was ever made, and their username is free again. Returns how
+    many."""
+    before = clock.now() - timedelta(seconds=settings.EMAIL_CONFIRM_TIMEOUT + 3600)
+    stale = AwaitingConfirmation.objects.filter(registered__lt=before, user__is_active=False)
+    users = get_user_model().objects.filter(pk__in=stale.values("user_id"), is_active=False)
+    deleted = 0
+    for user in users:
+        user.delete()
+        deleted += 1
+    return deleted
 
 
 def address_set(*, user: Any, address: str) -> None:

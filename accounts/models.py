@@ -123,3 +123,20 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"Invitation {self.pk} by user {self.made_by_id}"
+
+
+class AwaitingConfirmation(models.Model):
+    """An account registered where there is mail, whose address its person has yet to confirm:
+    off (is_active false) until the link mailed to it is opened (accounts.addresses), and
+    deleted once that link is too old. What tells it from an account staff turned off."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="awaiting_confirmation",
+    )
+    registered = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"User {self.user_id} awaiting confirmation"

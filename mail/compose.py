@@ -55,7 +55,7 @@ def _reset(mail: Mail) -> list[EmailMultiAlternatives]:
 
 def _confirm(mail: Mail) -> list[EmailMultiAlternatives]:
     user = mail.user
-    if user is None or not user.is_active:
+    if user is None or not addresses.confirmable(user):
         return []
     token = addresses.confirmation_token(user=user, address=mail.address)
     context = {

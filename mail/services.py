@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from accounts import addresses
 from core import clock
 from mail.compose import compose
 from mail.models import Mail
@@ -136,7 +137,8 @@ def mail_send(*, mail_id: int) -> str:
 
 def mail_sweep() -> dict[str, int]:
     """Celery beat's, and the home server's scheduler's: the mail whose tries are spent marked
-    FAILED, the mail due again handed on, and what staff have seen long enough forgotten."""
+    FAILED, the mail due again handed on, what staff have seen long enough forgotten, and the
+    registrations whose confirmation link died unopened removed."""
     now = clock.now()
     spent = Mail.objects.filter(state=Mail.State.PENDING, tries__gte=TRIES, next_try__lte=now)
     failed = spent.update(state=Mail.State.FAILED)
@@ -151,4 +153,10 @@ def mail_sweep() -> dict[str, int]:
         _dispatch(mail_id)
     old = Mail.objects.exclude(state=Mail.State.PENDING).filter(next_try__lt=now - KEPT)
     forgotten, _ = old.delete()
-    return {"failed": failed, "sent_again": len(due), "forgotten": forgotten}
+    removed = addresses.unconfirmed_registrations_purge()
+    return {
+        "failed": failed,
+        "sent_again": len(due),
+        "forgotten": forgotten,
+        "registrations_removed": removed,
+    }

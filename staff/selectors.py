@@ -45,6 +45,7 @@ from django.db.models import (
 from django.db.models.functions import TruncDate
 
 from accounts.addresses import confirmed_among
+from accounts.models import AwaitingConfirmation
 from core import clock
 from core.admin import EstimatedCountPaginator, rows_counted
 from core.exceptions import NotFound
@@ -383,6 +384,7 @@ class Person:
     being_deleted: bool  # its person asked for its deletion, which a worker has yet to finish
     email: str
     email_confirmed: bool  # the address is the one its person confirmed (accounts.addresses)
+    awaiting: bool  # registered, off until its address is confirmed
 
 
 def _people() -> QuerySet[Any]:
@@ -398,8 +400,9 @@ def _people() -> QuerySet[Any]:
     pending = AccountDeletion.objects.filter(
         user_id=OuterRef("pk"), status=AccountDeletion.Status.PENDING
     )
+    awaiting = AwaitingConfirmation.objects.filter(user_id=OuterRef("pk"))
     return get_user_model().objects.annotate(
-        last_sync=Subquery(last_sync), being_deleted=Exists(pending)
+        last_sync=Subquery(last_sync), being_deleted=Exists(pending), awaiting=Exists(awaiting)
     )
 
 
@@ -416,6 +419,7 @@ def _person(user: Any, confirmed: set[Any]) -> Person:
         being_deleted=user.being_deleted,
         email=user.email,
         email_confirmed=user.pk in confirmed,
+        awaiting=user.awaiting,
     )
 
 

@@ -251,6 +251,23 @@ class PasswordConfirmForm(forms.Form):
 
 
 class RegistrationForm(NewPasswordTwice):
+    """A new account's username and password; and, where there is mail, the address that
+    confirms it (accounts.addresses checks it)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if settings.MAIL_ENABLED:
+            self.fields["address"] = forms.CharField(
+                label="Email address",
+                max_length=254,
+                strip=True,
+                help_text="A link to confirm it goes there: your account works once it is opened.",
+                error_messages={
+                    "required": "Type your email address: the account is confirmed by it."
+                },
+                widget=forms.EmailInput(attrs={"autocomplete": "email"}),
+            )
+
     username = forms.CharField(
         label="Username",
         max_length=150,

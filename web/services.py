@@ -1,7 +1,9 @@
 """What the pages do that no API does as such: an OPML file's import, told feed by feed; an app
-password named after the app it is for; a podcast added by the address a person pastes."""
+password named after the app it is for; a podcast added by the address a person pastes; an
+account registered, held off until its address is confirmed where there is mail."""
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
@@ -10,6 +12,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import transaction
 
+from accounts import addresses
 from accounts.models import AppPassword
 from accounts.selectors import app_passwords_of
 from accounts.services import app_password_create
@@ -18,6 +21,7 @@ from deletions.models import Deletion
 from feedchecks.fetcher import host_refused, parse_networks
 from feedchecks.selectors import subscriptions_with_feed_title
 from gpodder.feedurls import sanitized
+from mail.services import confirmation_send
 from subscriptions import feeds, opml
 from subscriptions.locks import lock_user_writes
 from subscriptions.models import Subscription
@@ -198,3 +202,15 @@ def _refusal(sent: str) -> str:
             return f"This address names no server: a feed's address looks like {example}."
         return f"This address cannot be read ({problem.removeprefix('Feed URL is not valid: ')})."
     return "This address has a scheme where its server should be: paste the feed's own address."
+
+
+def account_register(*, make: Callable[[], Any], address: str) -> Any:
+    """The account `make` makes (open registration, or an invitation's). Where there is mail
+    (EMAIL_URL), it is off until its person opens the link mailed to `address`, which the same
+    transaction queues; without, it is on at once, with no address."""
+    with transaction.atomic():
+        user = make()
+        if settings.MAIL_ENABLED:
+            addresses.registration_awaits(user=user, address=address)
+            confirmation_send(user=user, address=address)
+    return user

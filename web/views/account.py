@@ -147,6 +147,9 @@ def address_confirm(request: HttpRequest, token: str) -> HttpResponse:
     if request.method == "GET":
         context = {"username": user.get_username(), "address": address, "token": token}
         return render(request, "web/address_confirm.html", context)
+    if not user.is_active:  # a registration waiting for its address
+        messages.success(request, f"{address} is confirmed: your account works, sign in with it.")
+        return redirect("web:login")
     messages.success(request, f"{address} is now the address of your account.")
     if signed_in(request) and request.user.pk == user.pk:
         return redirect("web:account")

@@ -18,14 +18,15 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
-from accounts import invitations
+from accounts import addresses, invitations
 from accounts import selectors as account_selectors
 from accounts import services as accounts
-from accounts.throttles import count_registration
+from accounts.throttles import count_mail_request, count_registration
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from nextcloud import flows
 from web import forms
+from web import services as web_services
 from web.views.common import (
     GET_POST,
     form_errors,
@@ -194,8 +195,11 @@ def _registration(
     status = 200
     if request.method == "POST" and form.is_valid():
         try:
+            address = addresses.address_checked(form.cleaned_data.get("address", ""))
             count_registration(request)
-            user: Any = make(form)
+            if address:
+                count_mail_request(request, address)
+            user: Any = web_services.account_register(make=lambda: make(form), address=address)
         except Throttled as exc:
             form.add_error(None, throttled_message(exc))
             status = 429
@@ -205,6 +209,9 @@ def _registration(
             form.add_error(None, f"{exc.message}.")
             status = 404
         else:
+            if address:  # off until the address is confirmed
+                context = {"address": address, "days": settings.EMAIL_CONFIRM_TIMEOUT // 86400}
+                return render(request, "web/register_confirm.html", context)
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, "Welcome! Your account is ready.")
             return redirect("web:podcasts")
