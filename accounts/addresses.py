@@ -46,27 +46,39 @@ def address_checked(address: str) -> str:
     if not address:
         return ""
     try:
-        # A quoted local part may hold control characters, which no mailbox needs.
-        if any(unicodedata.category(ch) == "Cc" for ch in address):
-            raise ValidationError("control characters")
+        # A quoted local part may hold control characters, and an invisible one (a zero-width
+        # space) would make one mailbox two addresses here: no mailbox needs either.
+        if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in address):
+            raise ValidationError("control or invisible characters")
         validate_email(address)
-    except ValidationError:
+        local, _, domain = address.rpartition("@")
+        # Django's check folds case by Unicode's rules (the long s passes as "s"), and a mail
+        # server reads only ASCII before the @; after it, a name IDNA can write.
+        if not local.isascii():
+            raise ValidationError("not ASCII")
+        domain.encode("idna")
+    except (ValidationError, UnicodeError):
         message = "Enter an email address like someone@example.com"
         raise InvalidInput(message, errors={"address": [message + "."]}) from None
     return BaseUserManager.normalize_email(address)
 
 
-def _state_mark(user: Any) -> str:
-    """The account's address, the one it confirmed and its password, digested: confirming
-    changes the second, so a link confirms once."""
-    held = ConfirmedAddress.objects.filter(user_id=user.pk).values_list("key", flat=True).first()
-    state = f"{user.email}\0{held or ''}\0{user.password}"
-    return salted_hmac("accounts.addresses.state", state).hexdigest()[:16]
+def state_mark(user: Any) -> str:
+    """The account's address, the address it confirmed and when, and its password, digested:
+    confirming changes the second, and each confirmation's time is its own, so a link confirms
+    once and never again, even once the address is back to what it was. Taken when the mail is
+    asked for (mail.models.Mail.mark): a password changed before it is sent kills its link."""
+    held = ConfirmedAddress.objects.filter(user_id=user.pk).values_list("key", "confirmed").first()
+    key, confirmed = held or ("", None)
+    stamp = confirmed.isoformat() if confirmed else ""
+    state = f"{user.email}\0{key}\0{stamp}\0{user.password}"
+    return salted_hmac("accounts.addresses.state", state).hexdigest()[:32]
 
 
-def confirmation_token(*, user: Any, address: str) -> str:
-    """The token of a link that makes `address` the user's confirmed address."""
-    given = {"user": user.pk, "address": address, "mark": _state_mark(user)}
+def confirmation_token(*, user: Any, address: str, mark: str) -> str:
+    """The token of a link that makes `address` the user's confirmed address, while the account
+    is in the state `mark` (state_mark) was taken of."""
+    given = {"user": user.pk, "address": address, "mark": mark}
     return signing.dumps(given, salt=CONFIRM_SALT)
 
 
@@ -90,7 +102,7 @@ def _confirming(token: str, *, lock: bool) -> tuple[Any, str]:
         or not (
             isinstance(mark, str)
             and isinstance(address, str)
-            and constant_time_compare(mark, _state_mark(user))
+            and constant_time_compare(mark, state_mark(user))
         )
     ):
         raise NotAuthorized(LINK_DEAD)

@@ -31,7 +31,7 @@ from rest_framework_simplejwt.tokens import RefreshToken
 
 from accounts.active import active_users, app_password_stands, app_password_used, password_mark
 from accounts.authentication import APP_PASSWORD_CLAIM, PASSWORD_CLAIM
-from accounts.models import AppPassword, OneTimePassword
+from accounts.models import AppPassword, AwaitingConfirmation, OneTimePassword
 from accounts.selectors import (
     TICKET_SALT,
     TICKET_SECONDS,
@@ -438,6 +438,9 @@ def user_turn_off(*, user_id: Any, acting_user: Any) -> AbstractBaseUser:
     with transaction.atomic():
         user = _other_account_locked(user_id, acting_user, OWN_ACCOUNT_STAYS_ON)
         user_deactivate(user_ids=[user.pk], acting_user=acting_user)
+        # Staff's decision from now on: no link of its registration turns it on, and the
+        # sweep of unconfirmed registrations never removes it.
+        AwaitingConfirmation.objects.filter(user_id=user.pk).delete()
         user.is_active = False
     return user
 
@@ -448,7 +451,9 @@ def user_turn_on(*, user_id: Any) -> AbstractBaseUser:
     user = get_user_model().objects.filter(pk=user_id).first()
     if user is None:
         raise NotFound()
-    user_activate(user_ids=[user.pk])
+    with transaction.atomic():
+        user_activate(user_ids=[user.pk])
+        AwaitingConfirmation.objects.filter(user_id=user.pk).delete()
     user.is_active = True
     return user
 

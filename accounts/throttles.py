@@ -112,8 +112,10 @@ class MailThrottle(LimitNamingThrottle):
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
 
-def count_mail_request(request: Any, target: str) -> None:
-    """Count a mail asked for from the request's address, to `target` (an address, or an
-    account's id); raise Throttled (429) past THROTTLE_MAIL_RATE for either."""
+def count_mail_request(request: Any, *targets: str) -> None:
+    """Count a mail asked for from the request's address, and for each of `targets` (the
+    address it goes to, the account it is for); raise Throttled (429) past THROTTLE_MAIL_RATE
+    for any."""
     MailThrottle().allow_request(request, None)
-    MailThrottle(target).allow_request(request, None)
+    for target in targets:
+        MailThrottle(target).allow_request(request, None)

@@ -57,7 +57,7 @@ def _confirm(mail: Mail) -> list[EmailMultiAlternatives]:
     user = mail.user
     if user is None or not addresses.confirmable(user):
         return []
-    token = addresses.confirmation_token(user=user, address=mail.address)
+    token = addresses.confirmation_token(user=user, address=mail.address, mark=mail.mark)
     context = {
         "username": user.get_username(),
         "address": mail.address,

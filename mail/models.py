@@ -39,6 +39,9 @@ class Mail(models.Model):
     tries = models.PositiveSmallIntegerField(default=0)
     next_try = models.DateTimeField(help_text="When the sweep may try it again.")
     error = models.TextField(blank=True, help_text="What the last try was answered.")
+    # A confirmation's link is good only while the account is as it was when it was asked for
+    # (accounts.addresses.state_mark): a password changed before the mail goes out kills it.
+    mark = models.CharField(max_length=64, blank=True)
     created = models.DateTimeField()
     sent = models.DateTimeField(null=True, blank=True)
 

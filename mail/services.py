@@ -30,17 +30,20 @@ SWEEP_BATCH = 20
 ERROR_CHARACTERS = 1000
 
 
-def mail_queue(*, kind: str, address: str, user: Any = None) -> Mail:
+def mail_queue(*, kind: str, address: str, user: Any = None, mark: str = "") -> Mail:
     """Queue a mail of `kind` to `address`; it goes out once the transaction commits."""
     now = clock.now()
-    mail = Mail.objects.create(kind=kind, address=address, user=user, next_try=now, created=now)
+    mail = Mail.objects.create(
+        kind=kind, address=address, user=user, mark=mark, next_try=now, created=now
+    )
     transaction.on_commit(partial(_dispatch, mail.pk))
     return mail
 
 
 def confirmation_send(*, user: Any, address: str) -> Mail:
     """Queue the mail with a link that makes `address` the user's, confirmed."""
-    return mail_queue(kind=Mail.Kind.CONFIRM, address=address, user=user)
+    mark = addresses.state_mark(user)
+    return mail_queue(kind=Mail.Kind.CONFIRM, address=address, user=user, mark=mark)
 
 
 def _dispatch(mail_id: int) -> None:
@@ -117,8 +120,8 @@ def mail_send(*, mail_id: int) -> str:
     mail = _claimed(mail_id)
     if mail is None:
         return Mail.objects.filter(pk=mail_id).values_list("state", flat=True).first() or ""
-    messages = compose(mail)
     try:
+        messages = compose(mail)
         for message in messages:
             message.send()
     except (smtplib.SMTPException, OSError, ValueError) as exc:

@@ -219,3 +219,67 @@ def test_without_mail_the_address_is_written_as_typed_and_empty_removes_it(alice
     assert change(browser, "").status_code == 302
     assert email_of(alice) == ""
     assert "Your account has no email address" in browser.get("/account/").content.decode()
+
+
+def test_a_used_link_stays_dead_when_the_address_comes_back(mailbox: Mailbox, alice: Any) -> None:
+    """Old → work → old again: the first link does not make work the address once more."""
+    browser = signed_in()
+    change(browser, "work@example.com")
+    to_work = confirm_path(mailbox.wait_for(1)[0])
+    assert Client().post(to_work).status_code == 302
+    change(browser, "old@example.com")
+    assert Client().post(confirm_path(mailbox.wait_for(2)[1])).status_code == 302
+    assert Client().post(to_work).status_code == 404
+    assert email_of(alice) == "old@example.com"
+
+
+def test_a_link_asked_for_before_a_password_change_is_dead_whenever_it_is_sent(
+    mailbox: Mailbox, alice: Any, clock: Any
+) -> None:
+    mailbox.refuse = "451 4.3.0 Try again later"
+    change(signed_in(), "thief@example.com")
+    services.password_set(user=alice, password="the owner's new passphrase 12")
+    mailbox.refuse = ""
+    clock.advance(minutes=2)
+    from mail.services import mail_sweep
+
+    mail_sweep()
+    assert Client().post(confirm_path(mailbox.wait_for(1)[0])).status_code == 404
+    assert email_of(alice) == "old@example.com"
+
+
+def test_one_mailbox_is_not_filled_from_many_accounts(
+    mailbox: Mailbox, db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(MailThrottle, "THROTTLE_RATES", {"mail": "2/hour"})
+    statuses = []
+    for n in range(3):
+        UserFactory(username=f"sender{n}", with_password=PASSWORD)
+        browser = signed_in(f"sender{n}")
+        answer = browser.post(
+            ADDRESS,
+            {"address": "victim@example.com", "password": PASSWORD},
+            REMOTE_ADDR=f"192.0.2.{n}",
+        )
+        statuses.append(answer.status_code)
+    assert statuses == [302, 302, 429]
+    assert Mail.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "\u017fam@example.com",
+        "a@exa\u200bmple.com",
+        "a@" + "\u00fc" * 63 + ".com",
+        "\u212aelvin@example.com",
+    ],
+    ids=["long s", "zero-width space", "label too long for IDNA", "Kelvin sign"],
+)
+def test_an_address_no_mail_server_can_take_is_refused(
+    mailbox: Mailbox, alice: Any, typed: str
+) -> None:
+    answer = change(signed_in(), typed)
+    assert answer.status_code == 400
+    assert "Enter an email address like someone@example.com" in answer.content.decode()
+    assert not Mail.objects.exists()

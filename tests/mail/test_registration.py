@@ -159,7 +159,8 @@ def test_an_address_another_account_confirmed_tells_only_its_mailbox(
 
 def test_an_account_staff_turned_off_is_not_turned_on_by_a_link(mailbox: Mailbox) -> None:
     user: Any = UserFactory(username="off", email="off@example.com")
-    token = addresses.confirmation_token(user=user, address="off@example.com")
+    mark = addresses.state_mark(user)
+    token = addresses.confirmation_token(user=user, address="off@example.com", mark=mark)
     get_user_model().objects.filter(pk=user.pk).update(is_active=False)
     assert Client().post(f"/account/address/{token}/").status_code == 404
     assert not get_user_model().objects.get(pk=user.pk).is_active
@@ -194,3 +195,22 @@ def test_without_mail_a_new_account_works_at_once(settings: Any) -> None:
         .split("<footer")[0]
         .split("<main")[1]
     )
+
+
+def test_an_awaiting_account_staff_decide_on_is_theirs(
+    open_registration: Mailbox, admin_client: Client, clock: Clock
+) -> None:
+    """Turned on, then off, it is never removed; turned off, its link does not turn it on."""
+    register("me@example.com")
+    path = confirm_path(open_registration)
+    user = newcomer()
+    assert admin_client.post(f"/admin/people/{user.pk}/on/").status_code == 302
+    assert (
+        admin_client.post(f"/admin/people/{user.pk}/off/", {"confirmed": "yes"}).status_code == 302
+    )
+    assert not AwaitingConfirmation.objects.exists()
+    assert Client().post(path).status_code == 404
+    assert not newcomer().is_active
+    clock.advance(days=5)
+    assert services.mail_sweep()["registrations_removed"] == 0
+    assert get_user_model().objects.filter(username="newcomer").exists()

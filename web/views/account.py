@@ -109,7 +109,7 @@ def address_change(request: HttpRequest) -> HttpResponse:
     try:
         address = addresses.address_checked(form.cleaned_data["address"])
         if settings.MAIL_ENABLED and address:
-            count_mail_request(request, f"account:{user.pk}")
+            count_mail_request(request, address, f"account:{user.pk}")
             confirmation_send(user=user, address=address)
         else:
             addresses.address_set(user=user, address=address)
