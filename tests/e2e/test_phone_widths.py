@@ -2,7 +2,8 @@
 (390 px) and a laptop's (1366 px), in headless Chromium against a live server, with realistic
 data: a feed URL of 2,048 characters, long Unicode titles and names, many devices and
 podcasts, app passwords, a podcast with episodes, actions and a URL and guid history, the
-history, an OPML import with failures, deletions.
+history, an OPML import with failures, deletions; with mail on and registration by invitation,
+the mailed links' pages and an invitation's.
 
 On each page at each width: nothing scrolls sideways, no form control or button is cut off at
 the edge, the menu takes one or two lines, and axe-core finds no serious or critical violation.
@@ -22,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import override_settings
 from django.urls import URLPattern, get_resolver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from accounts import addresses, invitations
 from accounts import services as accounts
 from accounts.models import AppPassword
 from core import clock
@@ -88,6 +91,9 @@ class Site:
     app_password: int  # one an app has used
     import_done: int  # an import from a long address, with long refusals
     import_running: int
+    reset: str  # the path of a reset link for the person, good until they sign in
+    confirmation: str  # the token of a link confirming an address of theirs
+    invitation: str  # the token of an invitation of theirs
 
 
 @dataclass(frozen=True)
@@ -146,11 +152,23 @@ def sign_in_with_a_one_time_password(browser: WebDriver, tmp_path: Path) -> None
     browser.find_element(By.NAME, "password_again")  # waits for the answer
 
 
+def make_invitation(browser: WebDriver, tmp_path: Path) -> None:
+    """Make an invitation link: the page shows it once, above the invitations waiting."""
+    browser.find_element(
+        By.CSS_SELECTOR, "form[action$='/invitations/'] button[type=submit]"
+    ).click()
+    browser.find_element(By.CSS_SELECTOR, "main code")  # waits for the answer
+
+
 # Every page of the site, signed out and in (docs/web.md). A page another part of the work adds
 # is one line here.
 PAGES = [
     Page("login", lambda s: "/login/", signed_in=False),
     Page("register", lambda s: "/register/", signed_in=False),
+    Page("register-invited", lambda s: f"/register/{s.invitation}/", signed_in=False),
+    Page("password-forgotten", lambda s: "/login/reset/", signed_in=False),
+    Page("password-reset-link", lambda s: s.reset, signed_in=False),
+    Page("link-dead", lambda s: "/login/reset/MQ/forged-token/", signed_in=False),
     Page(
         "password-choose",
         lambda s: "/login/",
@@ -178,6 +196,8 @@ PAGES = [
     Page("data-imported", lambda s: "/data/", then=import_with_failures),
     Page("account", lambda s: "/account/"),
     Page("account-app-password-made", lambda s: "/account/", then=make_app_password),
+    Page("account-invitation-made", lambda s: "/account/", then=make_invitation),
+    Page("address-confirm", lambda s: f"/account/address/{s.confirmation}/"),
     Page("account-delete", lambda s: "/account/delete/"),
     Page("login-flow", lambda s: f"/login/flow/{s.flow}/"),
     Page("not-found", lambda s: f"/podcasts/{uuid.UUID(int=1)}/"),
@@ -203,6 +223,9 @@ NOT_PAGES = {
     "export-json",
     "password",
     "app-password-create",
+    "address",
+    "invitation-create",
+    "invitation-withdraw",
     "podcast-check",
     "favicon",  # the site's icon, which browsers ask for at /favicon.ico
 }
@@ -210,6 +233,10 @@ NOT_PAGES = {
 LISTED = {
     "login": "login",
     "register": "register",
+    "register-invited": "register-invited",
+    "password-forgotten": "password-forgotten",
+    "password-reset-link": "password-reset-link",
+    "address-confirm": "address-confirm",
     "password-choose": "password-choose",
     "login-flow": "login-flow",
     "account-deletion": "account-deleted",
@@ -402,7 +429,15 @@ def realistic_data(person: Any, feeds: FeedServer) -> Site:
         described="a gpodder.net episode-actions file", state="running",
         created=clock.now(), updated=clock.now(), action_count=50_000, actions_read=21_000,
     )  # fmt: skip
+    uidb64, token = addresses.reset_link_parts(person)
+    address = "zoe.overgaard@example.org"
+    mark = addresses.state_mark(person)
+    with override_settings(REGISTRATION="invitation", INVITATIONS_BY_MEMBERS=True):
+        _, invited = invitations.invitation_create(user=person)
     return Site(
+        reset=f"/login/reset/{uidb64}/{token}/",
+        confirmation=addresses.confirmation_token(user=person, address=address, mark=mark),
+        invitation=invited,
         import_done=done.pk,
         import_running=running.pk,
         titled=titled.guid,
@@ -523,7 +558,11 @@ def sign_in(browser: WebDriver, base: str) -> None:
 def test_every_page_fits_a_phone_and_a_laptop(
     live_server: Any, browser: WebDriver, feeds: FeedServer, settings: Any, tmp_path: Path
 ) -> None:
-    settings.REGISTRATION = "open"
+    # Mail on (nothing is sent: no page here asks for mail), accounts by invitation, which
+    # members make: every page and section of a public instance's.
+    settings.MAIL_ENABLED = True
+    settings.REGISTRATION = "invitation"
+    settings.INVITATIONS_BY_MEMBERS = True
     person: Any = UserFactory(username=USERNAME, with_password=PASSWORD)
     site = realistic_data(person, feeds)
 
