@@ -140,3 +140,29 @@ class AwaitingConfirmation(models.Model):
 
     def __str__(self) -> str:
         return f"User {self.user_id} awaiting confirmation"
+
+
+class Activity(models.Model):
+    """When the account was last used: its last sign-in (the pages, the admin, an app's login)
+    or its last request an app's credentials answered on any of the three APIs, to within
+    accounts.activity.PRECISION (docs/public-instance.md, "Inactive accounts"). An account
+    without one has not been used since it joined. With INACTIVE_ACCOUNT_DAYS, also when its
+    person was warned that it goes idle, and when it was suspended for it."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="activity",
+    )
+    seen = models.DateTimeField(db_index=True)
+    warned = models.DateTimeField(null=True, blank=True)
+    # Set with is_active false: what tells a suspension for inactivity, which its person lifts
+    # by signing in, from an account staff turned off.
+    suspended = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "activity"
+
+    def __str__(self) -> str:
+        return f"{self.user_id} seen {self.seen:%Y-%m-%d %H:%M}"

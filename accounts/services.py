@@ -29,9 +29,10 @@ from rest_framework_simplejwt.settings import api_settings
 from rest_framework_simplejwt.token_blacklist.models import BlacklistedToken, OutstandingToken
 from rest_framework_simplejwt.tokens import RefreshToken
 
+from accounts import activity
 from accounts.active import active_users, app_password_stands, app_password_used, password_mark
 from accounts.authentication import APP_PASSWORD_CLAIM, PASSWORD_CLAIM
-from accounts.models import AppPassword, AwaitingConfirmation, OneTimePassword
+from accounts.models import Activity, AppPassword, AwaitingConfirmation, OneTimePassword
 from accounts.selectors import (
     TICKET_SALT,
     TICKET_SECONDS,
@@ -149,6 +150,7 @@ def user_login_stamp(*, user: Any) -> bool:
     if not get_user_model().objects.filter(pk=user.pk, is_active=True).update(last_login=now):
         return False
     user.last_login = now
+    activity.activity_seen(user.pk, at=now)
     return True
 
 
@@ -438,9 +440,11 @@ def user_turn_off(*, user_id: Any, acting_user: Any) -> AbstractBaseUser:
     with transaction.atomic():
         user = _other_account_locked(user_id, acting_user, OWN_ACCOUNT_STAYS_ON)
         user_deactivate(user_ids=[user.pk], acting_user=acting_user)
-        # Staff's decision from now on: no link of its registration turns it on, and the
-        # sweep of unconfirmed registrations never removes it.
+        # Staff's decision from now on: no link of its registration turns it on, the sweep of
+        # unconfirmed registrations never removes it, and its person's sign-in does not lift
+        # it as it lifts a suspension for inactivity.
         AwaitingConfirmation.objects.filter(user_id=user.pk).delete()
+        Activity.objects.filter(user_id=user.pk).update(suspended=None, warned=None)
         user.is_active = False
     return user
 
@@ -454,6 +458,7 @@ def user_turn_on(*, user_id: Any) -> AbstractBaseUser:
     with transaction.atomic():
         user_activate(user_ids=[user.pk])
         AwaitingConfirmation.objects.filter(user_id=user.pk).delete()
+        Activity.objects.filter(user_id=user.pk).update(suspended=None, warned=None)
     user.is_active = True
     return user
 

@@ -4,11 +4,9 @@ in one query that an index answers, or that a window of days bounds, so that the
 much at a million accounts as at ten (staff migration 0001 has the indexes; `make scale` checks
 the plans).
 
-Active, in a window of days: an account that signed in (its last login: the pages, the admin, an
-app's /v1/ login), one of whose devices made a request (a device's last use: gpodder and
-Nextcloud syncs), or one of whose subscriptions was added, changed or deleted (its
-subscription_changed: a /v1/ app signs in once, then refreshes its token, and otherwise leaves
-only this). What no table records is not seen: a /v1/ app that only reads, between two logins.
+Active, in a window of days: an account that signed in anywhere, or whose app's request its
+credentials answered on any of the three APIs, as accounts.activity notes it (to within an
+hour).
 
 Syncs per day, from the rows that have a time: the uploads of episode actions (an upload stamps
 its actions with a second of its own, so each (account, second) is one upload) and the
@@ -38,6 +36,7 @@ from django.db.models import (
     Max,
     Min,
     OuterRef,
+    Q,
     QuerySet,
     Subquery,
     Value,
@@ -45,7 +44,7 @@ from django.db.models import (
 from django.db.models.functions import TruncDate
 
 from accounts.addresses import confirmed_among
-from accounts.models import AwaitingConfirmation
+from accounts.models import Activity, AwaitingConfirmation
 from core import clock
 from core.admin import EstimatedCountPaginator, rows_counted
 from core.exceptions import NotFound
@@ -185,31 +184,13 @@ def overview_read(*, viewer: Viewer) -> Overview:
 
 
 def accounts_active(*, now: datetime) -> dict[int, int]:
-    """How many accounts were active (the module's docstring) in the last days of ACTIVE_DAYS,
-    in one query: each of the three times read by its index, from the longest window's rows."""
+    """How many accounts were active (accounts.activity) in the last days of ACTIVE_DAYS, in
+    one query that reads the longest window's rows by the index on their time."""
     since = {days: now - timedelta(days=days) for days in ACTIVE_DAYS}
-    longest = since[max(ACTIVE_DAYS)]
-    logins = (
-        get_user_model()
-        .objects.filter(last_login__gte=longest)
-        .annotate(who=F("pk"), at=F("last_login"))
-        .values_list("who", "at")
+    counted = Activity.objects.filter(seen__gte=since[max(ACTIVE_DAYS)]).aggregate(
+        **{str(days): Count("pk", filter=Q(seen__gte=since[days])) for days in ACTIVE_DAYS}
     )
-    devices = Device.objects.filter(last_used__gte=longest).values_list("user_id", "last_used")
-    changes = Subscription.objects.filter(subscription_changed__gte=longest).values_list(
-        "user_id", "subscription_changed"
-    )
-    seen, params = logins.union(devices, changes, all=True).query.sql_with_params()
-    adapt = connection.ops.adapt_datetimefield_value
-    counted = ", ".join("COALESCE(SUM(CASE WHEN seen >= %s THEN 1 ELSE 0 END), 0)" for _ in since)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {counted} FROM (SELECT MAX(at) AS seen FROM ({seen}) AS events"
-            " GROUP BY who) AS accounts",
-            [*(adapt(since[days]) for days in ACTIVE_DAYS), *params],
-        )
-        row = cursor.fetchone()
-    return {days: int(n) for days, n in zip(ACTIVE_DAYS, row, strict=True)}
+    return {days: int(counted[str(days)]) for days in ACTIVE_DAYS}
 
 
 def syncs_per_day(*, now: datetime) -> list[SyncDay]:
@@ -378,6 +359,8 @@ class Person:
     date_joined: datetime
     last_login: datetime | None  # its last sign-in: the pages, the admin, an app's /v1/ login
     last_sync: datetime | None  # its devices' last request (gpodder and Nextcloud syncs)
+    last_active: datetime | None  # its last sign-in or app's request (accounts.activity)
+    suspended: datetime | None  # when it was suspended for inactivity, if it is
     is_active: bool
     is_staff: bool
     is_superuser: bool
@@ -402,7 +385,11 @@ def _people() -> QuerySet[Any]:
     )
     awaiting = AwaitingConfirmation.objects.filter(user_id=OuterRef("pk"))
     return get_user_model().objects.annotate(
-        last_sync=Subquery(last_sync), being_deleted=Exists(pending), awaiting=Exists(awaiting)
+        last_sync=Subquery(last_sync),
+        being_deleted=Exists(pending),
+        awaiting=Exists(awaiting),
+        last_active=F("activity__seen"),
+        suspended=F("activity__suspended"),
     )
 
 
@@ -413,6 +400,8 @@ def _person(user: Any, confirmed: set[Any]) -> Person:
         date_joined=user.date_joined,
         last_login=user.last_login,
         last_sync=user.last_sync,
+        last_active=user.last_active,
+        suspended=user.suspended,
         is_active=user.is_active,
         is_staff=user.is_staff,
         is_superuser=user.is_superuser,

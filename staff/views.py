@@ -81,6 +81,8 @@ def _people_page(
         # localhost, which on the member's phone means the phone.
         "sign_in": address_of_request(request).address + reverse("web:login"),
         "mail_enabled": settings.MAIL_ENABLED,
+        "inactive_days": settings.INACTIVE_ACCOUNT_DAYS,
+        "warning_days": settings.INACTIVE_WARNING_DAYS,
     }
     return TemplateResponse(request, "staff/people.html", context, status=status)
 

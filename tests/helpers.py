@@ -17,7 +17,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts import active, authentication, sessions
+from accounts import active, activity, authentication, sessions
 from accounts.services import refresh_token_for
 from deletions.models import Deletion
 from subscriptions import services
@@ -233,11 +233,13 @@ def migrate(targets: list[tuple[str, str]]) -> Any:
 
 
 def forget_all() -> None:
-    """Empties this process's caches of verified tokens, active users and app sessions, as a
-    process that has not seen the user in AUTH_USER_CACHE_SECONDS."""
+    """Empties this process's caches of verified tokens, active users, app sessions and the
+    accounts whose activity it noted, as a process that has not seen the user in
+    AUTH_USER_CACHE_SECONDS."""
     authentication.forget_verified_tokens()
     active.active_users.clear()
     sessions.app_sessions.clear()
+    activity.noted.clear()
 
 
 def health_answer(response: Any) -> dict[str, Any]:

@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "nextcloud",
     "imports",
     "mail",
+    "inactivity",
     "web",
     "home",
 ]
@@ -137,6 +138,9 @@ MIDDLEWARE = [
     "api.middleware.SecureCookiesOverHttpsMiddleware",
     # The apps' hot sync requests answered by the views' own functions, past every check above
     # and without the rest (docs/fast-path.md); any other request goes on to its view.
+    # The account's activity noted once an app's credentials answered (accounts.activity): a
+    # fast answer's too.
+    "accounts.activity.ActivityMiddleware",
     "fastpath.middleware.FastPathMiddleware",
     # Django's session, user and message middleware, skipped for /v1/ requests.
     "api.middleware.SessionMiddleware",
@@ -521,6 +525,22 @@ PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=2 * 3600)
 # How long a link confirming an address works (seconds).
 EMAIL_CONFIRM_TIMEOUT = env.int("EMAIL_CONFIRM_TIMEOUT", default=3 * 24 * 3600)
 
+# --- Inactive accounts (docs/public-instance.md) ---------------------------------------------
+# Off unless set: an account unused this many days (no sign-in, no app's sync on any API) is
+# suspended, INACTIVE_WARNING_DAYS after its person was warned by mail (where there is mail and
+# an address). Nothing of it is deleted; its person signs in to lift it. Staff are never
+# suspended.
+INACTIVE_ACCOUNT_DAYS = env.int("INACTIVE_ACCOUNT_DAYS", default=0)
+INACTIVE_WARNING_DAYS = env.int("INACTIVE_WARNING_DAYS", default=14)
+if INACTIVE_ACCOUNT_DAYS < 0 or (
+    INACTIVE_ACCOUNT_DAYS and not 1 <= INACTIVE_WARNING_DAYS < INACTIVE_ACCOUNT_DAYS
+):
+    raise StartError(
+        "INACTIVE_ACCOUNT_DAYS must be 0 (off) or more days than INACTIVE_WARNING_DAYS, "
+        "which must be at least 1"
+    )
+INACTIVITY_SWEEP_INTERVAL = env.float("INACTIVITY_SWEEP_INTERVAL", default=3600.0)
+
 # --- Celery ----------------------------------------------------------------------------------
 # Without REDIS_URL, tasks run in-process right after the commit that sent them.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
@@ -561,6 +581,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": DELETION_SWEEP_INTERVAL,
     },
     "send-mail": {"task": "mail.tasks.sweep_mail", "schedule": MAIL_SWEEP_INTERVAL},
+    "sweep-inactive-accounts": {
+        "task": "inactivity.tasks.sweep_inactive_accounts",
+        "schedule": INACTIVITY_SWEEP_INTERVAL,
+    },
     "retry-failed-feeds": {
         "task": "feedchecks.tasks.retry_failed_feeds",
         "schedule": FEED_RETRY_SWEEP_INTERVAL,

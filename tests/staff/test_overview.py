@@ -19,6 +19,7 @@ from django.db import connection
 from django.test import Client
 from kombu.transport.redis import Channel
 
+from accounts import activity
 from accounts.services import user_login_stamp
 from core.admin import EstimatedCountPaginator
 from deletions.models import AccountDeletion, Deletion
@@ -268,6 +269,15 @@ def seeded(db: None, clock: Clock, settings: Any) -> dict[str, Any]:
     changed(subs["carol"], now - timedelta(days=1))  # yesterday
     changed(subs["dave"], now - timedelta(days=20))  # active in 30 days, outside the fortnight
     changed(subs["bob"], now - timedelta(days=60))
+    # What accounts.activity noted of those sign-ins, syncs and changes (staff's by its sign-in).
+    for user, when in (
+        (alice, now - timedelta(hours=1)),
+        (carol, now - timedelta(days=1)),
+        (bob, now - timedelta(days=10)),
+        (dave, now - timedelta(days=20)),
+        (erin, now - timedelta(days=31)),
+    ):
+        activity.activity_seen(user.pk, at=when)
     # Uploads: alice twice today (two actions each) and once yesterday; bob on the fortnight's
     # first day (13 days ago) and the day before it.
     first_day = (now - timedelta(days=13)).replace(hour=0, minute=0, second=1)
