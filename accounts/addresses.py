@@ -26,6 +26,7 @@ from django.utils.crypto import constant_time_compare, salted_hmac
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
 
+from accounts import activity
 from accounts.models import AwaitingConfirmation, ConfirmedAddress
 from accounts.services import user_lock_standing
 from core import clock
@@ -188,11 +189,13 @@ def address_confirmed(*, user: Any) -> bool:
 
 
 def users_by_address(address: str) -> list[Any]:
-    """The accounts a password reset to `address` is for: active, with a password of their own,
-    whose address is `address` in any case."""
+    """The accounts a password reset to `address` is for: on or suspended for inactivity (whose
+    person comes back, having forgotten it), with a password of their own, whose address is
+    `address` in any case."""
     if not address:
         return []
-    users = get_user_model().objects.filter(email__iexact=address, is_active=True).order_by("pk")
+    users = get_user_model().objects.filter(activity.active_or_suspended(), email__iexact=address)
+    users = users.order_by("pk")
     return [user for user in users if user.has_usable_password()]
 
 
@@ -206,12 +209,10 @@ def _resetting(uidb64: str, token: str, *, lock: bool) -> Any:
         user_id = int(urlsafe_base64_decode(uidb64).decode("ascii"))
     except (ValueError, TypeError, UnicodeDecodeError):
         raise NotAuthorized(LINK_DEAD) from None
-    if lock:
-        try:
-            user_lock_standing(user_id)
-        except NotAuthorized:
-            raise NotAuthorized(LINK_DEAD) from None
-    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    found = get_user_model().objects.filter(activity.active_or_suspended(), pk=user_id)
+    if lock:  # the row, as user_lock_standing's, of an account on or suspended
+        found = found.select_for_update(no_key=True, of=("self",))
+    user = found.first()
     if user is None or not default_token_generator.check_token(user, token):
         raise NotAuthorized(LINK_DEAD)
     return user
@@ -220,7 +221,8 @@ def _resetting(uidb64: str, token: str, *, lock: bool) -> Any:
 def reset_link_user(*, uidb64: str, token: str) -> Any:
     """The account a password reset link is for; NotAuthorized (LINK_DEAD) when the link is
     forged, older than PASSWORD_RESET_TIMEOUT, used, or made before the account's password,
-    address or last sign-in changed, or the account is off."""
+    address or last sign-in changed, or the account is off (but for a suspension for
+    inactivity, which the new password lifts)."""
     return _resetting(uidb64, token, lock=False)
 
 
@@ -238,4 +240,5 @@ def password_reset_by_link(*, uidb64: str, token: str, password: str) -> Any:
             raise InvalidInput(" ".join(exc.messages), errors={"password": exc.messages}) from None
         user.set_password(password)
         user.save(update_fields=["password"])
+        activity.suspension_lift(user_id=user.pk)
     return user

@@ -1,7 +1,8 @@
 """What Celery beat does in the full layout, done by a thread of the home server's web process
 (docs/self-hosting.md): the deletion sweep every DELETION_SWEEP_INTERVAL seconds, the feeds whose
 fetch failed checked again every FEED_RETRY_SWEEP_INTERVAL, the mail not sent yet tried again
-every MAIL_SWEEP_INTERVAL (with EMAIL_URL), and once a day the expired sessions
+every MAIL_SWEEP_INTERVAL (with EMAIL_URL), the idle accounts warned and suspended every
+INACTIVITY_SWEEP_INTERVAL (with INACTIVE_ACCOUNT_DAYS), and once a day the expired sessions
 and refresh tokens cleared; and, every 30 s, the memory the allocator keeps freed handed back."""
 
 import ctypes
@@ -17,6 +18,7 @@ from django.db import connection
 
 from deletions.services import deletion_sweep
 from feedchecks.services import feed_checks_retry
+from inactivity.services import inactive_accounts_sweep
 from mail.services import mail_sweep
 
 logger = logging.getLogger(__name__)
@@ -62,6 +64,9 @@ def jobs() -> list[tuple[str, float, Callable[[], object]]]:
     ]
     if settings.MAIL_ENABLED:
         scheduled.append(("mail sweep", settings.MAIL_SWEEP_INTERVAL, mail_sweep))
+    if settings.INACTIVE_ACCOUNT_DAYS:
+        sweep = inactive_accounts_sweep
+        scheduled.append(("inactive accounts sweep", settings.INACTIVITY_SWEEP_INTERVAL, sweep))
     return scheduled
 
 

@@ -2,6 +2,7 @@
 HTML in the pages' voice (templates/mail/)."""
 
 import unicodedata
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -9,7 +10,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from accounts import addresses
+from accounts import activity, addresses
 from mail.models import Mail
 
 
@@ -67,8 +68,28 @@ def _confirm(mail: Mail) -> list[EmailMultiAlternatives]:
     return [_message(mail.address, "confirm", "confirm your address", context)]
 
 
+def _inactive(mail: Mail) -> list[EmailMultiAlternatives]:
+    """The warning that an unused account is to be suspended: nothing once it was used again
+    (or turned off) since the warning."""
+    user = mail.user
+    row = None if user is None else activity.warning_of(user)
+    if user is None or row is None or row.warned is None:
+        return []
+    context = {
+        "username": user.get_username(),
+        "seen": row.seen,
+        "suspended_on": row.warned + timedelta(days=settings.INACTIVE_WARNING_DAYS),
+        "days": settings.INACTIVE_ACCOUNT_DAYS,
+        "sign_in": _link("web:login"),
+        "export": _link("web:data"),
+    }
+    return [_message(mail.address, "inactive", "your account is unused", context)]
+
+
 def compose(mail: Mail) -> list[EmailMultiAlternatives]:
     """The messages `mail` is, as of now; none when there is nothing to say."""
     if mail.kind == Mail.Kind.RESET:
         return _reset(mail)
+    if mail.kind == Mail.Kind.INACTIVE:
+        return _inactive(mail)
     return _confirm(mail)

@@ -18,6 +18,7 @@ class Mail(models.Model):
     class Kind(models.TextChoices):
         RESET = "reset", "Password reset"
         CONFIRM = "confirm", "Address to confirm"
+        INACTIVE = "inactive", "Account unused"
 
     class State(models.TextChoices):
         PENDING = "pending", "To send"
@@ -49,7 +50,8 @@ class Mail(models.Model):
         indexes = [models.Index(fields=["state", "next_try"], name="mail_state_next_try")]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(kind__in=["reset", "confirm"]), name="mail_kind_known"
+                condition=models.Q(kind__in=["reset", "confirm", "inactive"]),
+                name="mail_kind_known",
             ),
             models.CheckConstraint(
                 condition=models.Q(state__in=["pending", "sent", "none", "failed"]),

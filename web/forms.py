@@ -7,6 +7,7 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 
+from accounts import activity
 from core.exceptions import InvalidInput
 from gpodder.models import Device
 from gpodder.services import device_caption_checked
@@ -26,6 +27,18 @@ class SignInForm(AuthenticationForm):
         **AuthenticationForm.error_messages,
         "invalid_login": "Wrong username or password.",
     }
+    resumed = False  # the sign-in lifted the account's suspension for inactivity
+
+    def clean(self) -> dict[str, Any]:
+        # A suspended account's person comes back by signing in: its suspension is lifted
+        # before Django's backend, which refuses an account that is off, checks the password.
+        username = self.cleaned_data.get("username")
+        password = self.cleaned_data.get("password")
+        if username and password:  # each as its field took it (no NUL, within its length)
+            user = activity.suspended_user_by_password(username=username, password=password)
+            if user is not None:
+                self.resumed = activity.suspension_lift(user_id=user.pk)
+        return super().clean()
 
 
 class NewPasswordTwice(forms.Form):

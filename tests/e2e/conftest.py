@@ -152,3 +152,10 @@ def browser(_chromium: list[WebDriver]) -> WebDriver:
     _chromium.append(start_browser())
     reset_browser(_chromium[0])
     return _chromium[0]
+
+
+@pytest.fixture
+def site(live_server: Any, mailbox: Any, settings: Any, plain_http_cookies: None) -> str:
+    """The live server, where the links in mail (caught by `mailbox`) lead."""
+    settings.PUBLIC_URL = live_server.url
+    return str(live_server.url)

@@ -33,13 +33,6 @@ pytestmark = [pytest.mark.e2e]
 NEW = "a new passphrase chosen in Chromium 8"
 
 
-@pytest.fixture
-def site(live_server: Any, mailbox: Mailbox, settings: Any, plain_http_cookies: None) -> str:
-    """The links in mail lead to the live server."""
-    settings.PUBLIC_URL = live_server.url
-    return str(live_server.url)
-
-
 def submit(browser: WebDriver, button: WebElement) -> None:
     """Click the form's button and wait for the page that answers it."""
     button.click()

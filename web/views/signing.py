@@ -38,6 +38,11 @@ from web.views.common import (
     throttled_message,
 )
 
+RESUMED = (
+    "Welcome back: your account was suspended after a long time unused, and now works again. "
+    "Your apps sync again with their app passwords as before."
+)
+
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
@@ -85,6 +90,8 @@ def sign_in(request: HttpRequest) -> HttpResponse:
                 )
                 return _password_choice(request, choice)
             login(request, user)
+            if form.resumed:
+                messages.success(request, RESUMED)
             return redirect(return_page(request, reverse("web:podcasts")))
         status = 429 if checked == 429 else 200  # a wrong password is the form shown again
     next_page = return_page(request, "")
