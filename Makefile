@@ -50,11 +50,11 @@ servers:
 POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions tests/nextcloud \
 	tests/web/test_data.py tests/e2e/test_deletion_worker.py tests/e2e/test_feed_check_worker.py \
 	tests/fastpath tests/accounts/test_sessions.py tests/accounts/test_lockout.py \
-	tests/accounts/test_app_passwords.py
+	tests/accounts/test_app_passwords.py tests/factors/test_two_steps.py
 
 # The suites that run a second time on SQLite under the home server's settings (make run's).
 HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/imports tests/web tests/staff \
-	tests/mail tests/fastpath tests/inactivity tests/accounts/test_activity.py
+	tests/mail tests/fastpath tests/inactivity tests/factors tests/accounts/test_activity.py
 
 # What neither slice above runs: the API's platform suite, the home server's start, the
 # migrations. The home slice runs them too, on SQLite; each other supported Python found here

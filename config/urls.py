@@ -66,6 +66,8 @@ urlpatterns = [
     # (make run), where Django answers its own debug page instead of handler404.
     re_path(r"^(?:apps/gpoddersync|login/v2)/", NotFoundView.as_view()),
     path("index.php/", include(api.versioned(nextcloud.urlpatterns))),
+    # The passkeys' ceremonies, posted by the pages' scripts (docs/factors.md).
+    path("account/passkeys/", include("factors.urls")),
     # The account holders' own pages (docs/web.md), last: their paths are the site's root.
     path("", include("web.urls")),
 ]

@@ -50,6 +50,7 @@ from core.admin import EstimatedCountPaginator, rows_counted
 from core.exceptions import NotFound
 from deletions.models import AccountDeletion, Deletion
 from episodes.models import EpisodeAction
+from factors.selectors import factor_annotations, factor_kinds
 from feedchecks.models import FeedCheck
 from feedchecks.services import background_checks_waiting
 from gpodder.models import Device
@@ -368,12 +369,14 @@ class Person:
     email: str
     email_confirmed: bool  # the address is the one its person confirmed (accounts.addresses)
     awaiting: bool  # registered, off until its address is confirmed
+    factors: tuple[str, ...] = ()  # its kinds of second factor: "passkey", "app"
 
 
 def _people() -> QuerySet[Any]:
     """Each account with its devices' last sync and whether its deletion is pending, in the
     account's own row: subqueries that read the devices' and the deletions' indexes by user (an
-    account has at most MAX_DEVICES devices, and at most one deletion pending)."""
+    account has at most MAX_DEVICES devices, and at most one deletion pending), and its kinds of
+    second factor."""
     last_sync = (
         Device.objects.filter(user_id=OuterRef("pk"))
         .values("user_id")
@@ -390,6 +393,7 @@ def _people() -> QuerySet[Any]:
         awaiting=Exists(awaiting),
         last_active=F("activity__seen"),
         suspended=F("activity__suspended"),
+        **factor_annotations(),
     )
 
 
@@ -409,6 +413,7 @@ def _person(user: Any, confirmed: set[Any]) -> Person:
         email=user.email,
         email_confirmed=user.pk in confirmed,
         awaiting=user.awaiting,
+        factors=factor_kinds(user),
     )
 
 

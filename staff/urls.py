@@ -32,4 +32,9 @@ urlpatterns = [
         admin.site.admin_view(views.person_confirmation),
         name="admin-person-confirmation",
     ),
+    path(
+        "admin/people/<int:user_id>/factors/",
+        admin.site.admin_view(views.person_factors),
+        name="admin-person-factors",
+    ),
 ]

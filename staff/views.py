@@ -21,6 +21,7 @@ from accounts import services as accounts
 from accounts.throttles import count_mail_request
 from api.addresses import address_of_request
 from core.exceptions import InvalidInput, NotFound
+from factors import services as factors
 from mail import services as mail
 from staff import selectors
 from staff.admin import PeopleRights, overview_viewer, people_rights
@@ -220,5 +221,25 @@ def person_confirmation(request: HttpRequest, user_id: int) -> HttpResponse:
     mail.confirmation_send(user=get_user_model().objects.get(pk=person.pk), address=person.email)
     messages.success(
         request, f"A link to confirm {person.email} is on its way to it, for {person.username}."
+    )
+    return redirect("admin-people")
+
+
+@GET_POST
+def person_factors(request: HttpRequest, user_id: int) -> HttpResponse:
+    """GET, or a POST not sent from the question: what removing the account's second factors
+    does, and to check first that it is its person asking. The confirmation's POST: removed."""
+    answer = _not_to_change(request, people_rights(request), user_id, "staff/person_factors.html")
+    if answer is not None:
+        return answer
+    user = get_user_model().objects.get(pk=user_id)
+    try:
+        removed = factors.factors_remove_all(user=user, acting_user=request.user)
+    except InvalidInput as exc:
+        return _refused(request, _in_words(exc))
+    messages.success(
+        request,
+        f"The second factors of {user.get_username()} are removed ({removed}), with their "
+        "recovery codes: their password alone signs them in, until they add a factor again.",
     )
     return redirect("admin-people")

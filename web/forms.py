@@ -340,3 +340,30 @@ class AddressForm(PasswordConfirmForm):
         widget=forms.EmailInput(attrs={"autocomplete": "email"}),
     )
     field_order = ["address", "password"]
+
+
+class SecondStepForm(forms.Form):
+    """The sign-in's second step: the code an authenticator app shows, or a recovery code."""
+
+    code = forms.CharField(
+        label="Code",
+        max_length=64,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "one-time-code", "autofocus": True, "spellcheck": "false"}
+        ),
+        error_messages={"required": "Type the code your app shows, or a recovery code."},
+    )
+
+
+class AppConfirmForm(forms.Form):
+    """An authenticator app's first code, confirming the key shown was added to it."""
+
+    device = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    code = forms.CharField(
+        label="The code the app shows now",
+        max_length=64,
+        widget=forms.TextInput(
+            attrs={"autocomplete": "one-time-code", "inputmode": "numeric", "spellcheck": "false"}
+        ),
+        error_messages={"required": "Type the six digits the app shows for this account."},
+    )

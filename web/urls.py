@@ -3,7 +3,18 @@
 from django.urls import path, re_path
 
 from api.middleware import IMPORT_FILE_PATH
-from web.views import account, connect, data, devices, feeds, podcasts, recovery, signing, site
+from web.views import (
+    account,
+    connect,
+    data,
+    devices,
+    factors,
+    feeds,
+    podcasts,
+    recovery,
+    signing,
+    site,
+)
 
 app_name = "web"
 DEVICE_ID = r"[A-Za-z0-9_.\-]{1,64}"
@@ -16,6 +27,7 @@ urlpatterns = [
     path("login/", signing.sign_in, name="login"),
     path("logout/", signing.sign_out, name="logout"),
     path("login/password/", signing.password_choose, name="password-choose"),
+    path("login/second/", factors.second_step, name="login-second"),
     path("login/reset/", recovery.password_forgotten, name="password-forgotten"),
     path(
         "login/reset/<str:uidb64>/<str:token>/",
@@ -67,6 +79,14 @@ urlpatterns = [
         account.invitation_withdraw,
         name="invitation-withdraw",
     ),
+    path("account/factors/app/", factors.factor_app_add, name="factor-app-add"),
+    path("account/factors/app/confirm/", factors.factor_app_confirm, name="factor-app-confirm"),
+    path(
+        "account/factors/recovery-codes/",
+        factors.recovery_codes_new,
+        name="factor-recovery-codes",
+    ),
+    path("account/factors/remove/", factors.factor_remove, name="factor-remove"),
     path("account/delete/", account.account_delete, name="account-delete"),
     path("account/deleted/<uuid:key>/", account.account_deletion, name="account-deletion"),
     path("connect/", connect.connect, name="connect"),

@@ -116,6 +116,13 @@ INSTALLED_APPS = [
     "imports",
     "mail",
     "inactivity",
+    # Second factors (docs/factors.md): authenticator apps and recovery codes by django-otp,
+    # passkeys by django-otp-webauthn.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
+    "django_otp_webauthn",
+    "factors",
     "web",
     "home",
 ]
@@ -151,6 +158,9 @@ MIDDLEWARE = [
     # The history file's larger body only from a person signed in, before CSRF parses it.
     "api.middleware.SignedInUploadMiddleware",
     "api.middleware.MessageMiddleware",
+    # Which factor verified a browser's session, and staff held to the Account page until they
+    # have one where STAFF_REQUIRE_TWO_FACTORS says so.
+    "factors.middleware.FactorsMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "api.middleware.CSPMiddleware",
     # A page's body that stopped arriving is the client's 408, not a 500.
@@ -541,6 +551,21 @@ if INACTIVE_ACCOUNT_DAYS < 0 or (
     )
 INACTIVITY_SWEEP_INTERVAL = env.float("INACTIVITY_SWEEP_INTERVAL", default=3600.0)
 
+# --- Second factors (docs/factors.md) --------------------------------------------------------
+# How long the second step of a sign-in waits after the password was given (seconds).
+FACTOR_STEP_SECONDS = env.int("FACTOR_STEP_SECONDS", default=300)
+# Staff reach only their Account page until they have a passkey or an authenticator app, and
+# sign in with it.
+STAFF_REQUIRE_TWO_FACTORS = env.bool("STAFF_REQUIRE_TWO_FACTORS", default=False)
+OTP_TOTP_ISSUER = SITE_NAME
+OTP_WEBAUTHN_RP_NAME = SITE_NAME
+# A passkey belongs to the host name the browser used (its relying party), and is checked
+# against the page's own origin: the home server has as many names as its network gives it.
+OTP_WEBAUTHN_RP_ID_CALLABLE = "factors.webauthn.rp_id"
+OTP_WEBAUTHN_HELPER_CLASS = "factors.webauthn.Helper"
+# A passkey is a second factor after the password, never a sign-in alone.
+OTP_WEBAUTHN_ALLOW_PASSWORDLESS_LOGIN = False
+
 # --- Celery ----------------------------------------------------------------------------------
 # Without REDIS_URL, tasks run in-process right after the commit that sent them.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
@@ -634,7 +659,10 @@ LOGIN_REDIRECT_URL = "web:podcasts"
 LOGOUT_REDIRECT_URL = "web:login"
 # HSTS for subdomains and preloading commit every host of the domain: the operator opts in.
 SILENCED_SYSTEM_CHECKS = env.list(
-    "SILENCED_SYSTEM_CHECKS", default=["security.W005", "security.W021"]
+    # otp_webauthn.E030 asks for a fixed list of origins: factors.webauthn.Helper takes the
+    # request's own.
+    "SILENCED_SYSTEM_CHECKS",
+    default=["security.W005", "security.W021", "otp_webauthn.E030"],
 )
 
 LOGGING = {

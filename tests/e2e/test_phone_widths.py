@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from django.test import override_settings
 from django.urls import URLPattern, get_resolver
+from django_otp.plugins.otp_totp.models import TOTPDevice
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -36,6 +37,7 @@ from deletions import services as deletions
 from deletions.models import Deletion
 from episodes import services as episodes
 from episodes.actions import actions_parsed
+from factors import services as factors
 from feedchecks import services as feedchecks
 from gpodder import services as gpodder
 from imports.models import Import
@@ -51,7 +53,7 @@ from tests.e2e.browser import (
 )
 from tests.factories import UserFactory
 from tests.feedchecks.feedserver import FeedServer
-from tests.helpers import subscribe, wait_until
+from tests.helpers import subscribe, totp_code, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("transactional_db", "plain_http_cookies")]
 
@@ -160,6 +162,38 @@ def make_invitation(browser: WebDriver, tmp_path: Path) -> None:
     browser.find_element(By.CSS_SELECTOR, "main code")  # waits for the answer
 
 
+def add_authenticator_app(browser: WebDriver, tmp_path: Path) -> None:
+    """Ask to add an authenticator app: the answer shows its key, as a QR code and as text."""
+    browser.find_element(By.ID, "app_password").send_keys(PASSWORD)
+    browser.find_element(
+        By.CSS_SELECTOR, "form[action$='/factors/app/'] button[type=submit]"
+    ).click()
+    browser.find_element(By.CSS_SELECTOR, "img.qr")  # waits for the answer
+
+
+def confirm_authenticator_app(browser: WebDriver, tmp_path: Path) -> None:
+    """Add an authenticator app, confirmed by the code it makes: the answer shows the recovery
+    codes, once. The person has a second factor from here on."""
+    add_authenticator_app(browser, tmp_path)
+    device = TOTPDevice.objects.get(user__username=USERNAME, confirmed=False)
+    browser.find_element(By.NAME, "code").send_keys(totp_code(device))
+    browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
+    browser.find_element(By.CSS_SELECTOR, "ul.codes")  # waits for the answer
+
+
+def sign_in_with_a_second_factor(browser: WebDriver, tmp_path: Path) -> None:
+    """Give the password of an account with an authenticator app (named anew each time, at
+    length): the answer asks for its code."""
+    username = f"Åsa-Lindqvist-factor-{next(MADE)}." + "ö" * 100
+    user: Any = UserFactory(username=username, with_password=PASSWORD)
+    device = factors.app_begin(user=user)
+    factors.app_confirm(user=user, device_id=device.pk, code=totp_code(device))
+    browser.find_element(By.NAME, "username").send_keys(username)
+    browser.find_element(By.NAME, "password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    browser.find_element(By.NAME, "code")  # waits for the answer
+
+
 # Every page of the site, signed out and in (docs/web.md). A page another part of the work adds
 # is one line here.
 PAGES = [
@@ -175,6 +209,7 @@ PAGES = [
         signed_in=False,
         then=sign_in_with_a_one_time_password,
     ),
+    Page("login-second", lambda s: "/login/", signed_in=False, then=sign_in_with_a_second_factor),
     Page("login-flow-signed-out", lambda s: f"/login/flow/{s.flow}/", signed_in=False),
     Page("account-deleted", lambda s: f"/account/deleted/{s.account_deletion}/", signed_in=False),
     Page("not-found-signed-out", lambda s: "/no/such/page/", signed_in=False),
@@ -208,6 +243,10 @@ PAGES = [
     Page("device-gone", lambda s: f"/devices/{'z' * 64}/remove/"),
     Page("app-password-revoke", lambda s: f"/account/app-passwords/{s.app_password}/revoke/"),
     Page("app-password-gone", lambda s: f"/account/app-passwords/{2**31 - 1}/revoke/"),
+    # Last: from the recovery codes on, the person has a second factor.
+    Page("factor-app-key", lambda s: "/account/", then=add_authenticator_app),
+    Page("factor-recovery-codes", lambda s: "/account/", then=confirm_authenticator_app),
+    Page("account-with-factors", lambda s: "/account/"),
 ]
 NOT_FOUND = {"not-found", "not-found-signed-out", "device-gone", "app-password-gone"}
 
@@ -227,6 +266,7 @@ NOT_PAGES = {
     "invitation-create",
     "invitation-withdraw",
     "podcast-check",
+    "factor-remove",
     "favicon",  # the site's icon, which browsers ask for at /favicon.ico
 }
 # The pages of PAGES, by the route they open.
@@ -256,6 +296,10 @@ LISTED = {
     "podcast-delete": "podcast-delete",
     "device-remove": "device-remove",
     "app-password-revoke": "app-password-revoke",
+    "login-second": "login-second",
+    "factor-app-add": "factor-app-key",
+    "factor-app-confirm": "factor-recovery-codes",
+    "factor-recovery-codes": "factor-recovery-codes",
 }
 
 

@@ -22,6 +22,9 @@ from api.addresses import address_of_request
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
 from deletions import selectors as deletion_selectors
 from deletions import services as deletions
+from factors import selectors as factor_selectors
+from factors import signing as factor_signing
+from factors.webauthn import CODES_SHOWN_KEY
 from mail.services import confirmation_send
 from web import forms, selectors
 from web.views.common import (
@@ -66,6 +69,12 @@ def _account_page(
             "invited": invited,
             "invitation_error": invitation_error,
             "invitation_days": settings.INVITATION_DAYS,
+            "factors": factor_selectors.factors_of(user=user),
+            "factors_changeable": factor_signing.factors_changeable(request),
+            "factors_codes": request.session.pop(CODES_SHOWN_KEY, None),
+            "factor_add_form": forms.PasswordConfirmForm(user=user, auto_id="app_%s"),
+            "factor_codes_form": forms.PasswordConfirmForm(user=user, auto_id="codes_%s"),
+            "factor_remove_form": forms.PasswordConfirmForm(user=user, auto_id="remove_%s"),
         },
         status=status,
     )

@@ -24,6 +24,7 @@ from accounts import services as accounts
 from accounts.throttles import count_mail_request, count_registration
 from core import clock
 from core.exceptions import InvalidInput, NotAuthorized, NotFound
+from factors import signing as factor_signing
 from nextcloud import flows
 from web import forms
 from web import services as web_services
@@ -89,10 +90,12 @@ def sign_in(request: HttpRequest) -> HttpResponse:
                     initial={"ticket": ticket, "username": user.get_username()}
                 )
                 return _password_choice(request, choice)
-            login(request, user)
+            next_page = return_page(request, "")
+            if not factor_signing.sign_in(request, user, next_page=next_page, resumed=form.resumed):
+                return redirect("web:login-second")
             if form.resumed:
                 messages.success(request, RESUMED)
-            return redirect(return_page(request, reverse("web:podcasts")))
+            return redirect(next_page or reverse("web:podcasts"))
         status = 429 if checked == 429 else 200  # a wrong password is the form shown again
     next_page = return_page(request, "")
     return render(
@@ -132,9 +135,11 @@ def password_choose(request: HttpRequest) -> HttpResponse:
         except NotAuthorized as exc:  # the ticket stale, or the account turned off since
             form.add_error(None, f"{exc.message}.")
         else:
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
             messages.success(request, "Your password is set: sign in with it from now on.")
-            return redirect(return_page(request, reverse("web:podcasts")))
+            next_page = return_page(request, "")
+            if not factor_signing.sign_in(request, user, next_page=next_page):
+                return redirect("web:login-second")
+            return redirect(next_page or reverse("web:podcasts"))
     return _password_choice(request, form, status=400)
 
 

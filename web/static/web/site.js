@@ -57,3 +57,12 @@
     });
   });
 })();
+
+// A passkey added on the Account page: the page is loaded again, to list it and show the
+// recovery codes a first factor made (django-otp-webauthn's script sends the event).
+document.addEventListener("otp_webauthn.register_complete", function (event) {
+  "use strict";
+  var button = event.target.closest ? event.target.closest("[data-done]") : null;
+  if (button) window.location.assign(button.getAttribute("data-done"));
+  window.location.reload(); // assigning a #fragment of this page alone would not load it again
+});
