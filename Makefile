@@ -54,7 +54,8 @@ POOLED_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/deletions
 
 # The suites that run a second time on SQLite under the home server's settings (make run's).
 HOME_SLICE := tests/subscriptions tests/gpodder tests/episodes tests/nextcloud tests/imports tests/web tests/staff \
-	tests/mail tests/fastpath tests/inactivity tests/factors tests/accounts/test_activity.py
+	tests/mail tests/fastpath tests/inactivity tests/factors/test_two_steps.py \
+	tests/factors/test_passkeys_setting.py tests/accounts/test_activity.py
 
 # What neither slice above runs: the API's platform suite, the home server's start, the
 # migrations. The home slice runs them too, on SQLite; each other supported Python found here

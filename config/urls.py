@@ -5,6 +5,7 @@ Each app lists its own routes; a new /v1/ route goes into its app's urls.py, or 
 below (docs/architecture.md, "A new endpoint").
 """
 
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
@@ -67,7 +68,7 @@ urlpatterns = [
     re_path(r"^(?:apps/gpoddersync|login/v2)/", NotFoundView.as_view()),
     path("index.php/", include(api.versioned(nextcloud.urlpatterns))),
     # The passkeys' ceremonies, posted by the pages' scripts (docs/factors.md).
-    path("account/passkeys/", include("factors.urls")),
+    *([path("account/passkeys/", include("factors.urls"))] if settings.PASSKEYS else []),
     # The account holders' own pages (docs/web.md), last: their paths are the site's root.
     path("", include("web.urls")),
 ]

@@ -3,10 +3,10 @@
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Exists, OuterRef
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
-from django_otp_webauthn.models import WebAuthnCredential
 
 
 @dataclass
@@ -25,11 +25,29 @@ class Factors:
         return bool(self.passkeys or self.apps)
 
 
+def passkey_model() -> Any:
+    """django-otp-webauthn's passkeys, where PASSKEYS has them; None where not (its library is
+    not even imported then)."""
+    if not settings.PASSKEYS:
+        return None
+    from django_otp_webauthn.models import WebAuthnCredential
+
+    return WebAuthnCredential
+
+
+def factor_models() -> dict[str, Any]:
+    """Each kind of factor, as the pages name it, and its model: "passkey", where there are
+    passkeys, and "app"."""
+    passkeys = passkey_model()
+    return {**({"passkey": passkeys} if passkeys else {}), "app": TOTPDevice}
+
+
 def factors_of(*, user: Any) -> Factors:
+    passkeys = passkey_model()
     found = Factors(
-        passkeys=list(
-            WebAuthnCredential.objects.filter(user=user, confirmed=True).order_by("created_at")
-        ),
+        passkeys=list(passkeys.objects.filter(user=user, confirmed=True).order_by("created_at"))
+        if passkeys
+        else [],
         apps=list(TOTPDevice.objects.filter(user=user, confirmed=True).order_by("pk")),
     )
     if StaticDevice.objects.filter(user=user).exists():
@@ -38,14 +56,10 @@ def factors_of(*, user: Any) -> Factors:
 
 
 def has_factors(*, user: Any) -> bool:
-    return (
-        WebAuthnCredential.objects.filter(user=user, confirmed=True).exists()
-        or TOTPDevice.objects.filter(user=user, confirmed=True).exists()
+    return any(
+        model.objects.filter(user=user, confirmed=True).exists()
+        for model in factor_models().values()
     )
-
-
-# Each kind of factor, as the People page names it, and its model.
-KINDS = (("passkey", WebAuthnCredential), ("app", TOTPDevice))
 
 
 def factor_annotations() -> dict[str, Exists]:
@@ -53,10 +67,10 @@ def factor_annotations() -> dict[str, Exists]:
     that kind, read in the account's own row (an index by user each)."""
     return {
         f"factor_{kind}": Exists(model.objects.filter(user_id=OuterRef("pk"), confirmed=True))
-        for kind, model in KINDS
+        for kind, model in factor_models().items()
     }
 
 
 def factor_kinds(user: Any) -> tuple[str, ...]:
     """The kinds of factor an account read with factor_annotations has."""
-    return tuple(kind for kind, _model in KINDS if getattr(user, f"factor_{kind}", False))
+    return tuple(kind for kind in factor_models() if getattr(user, f"factor_{kind}", False))

@@ -12,10 +12,9 @@ from django.db import transaction
 from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
-from django_otp_webauthn.models import WebAuthnCredential
 
 from core.exceptions import InvalidInput, NotFound
-from factors.selectors import has_factors
+from factors.selectors import factor_models, has_factors
 
 RECOVERY_CODES = 10
 RECOVERY_NAME = "Recovery codes"
@@ -93,7 +92,7 @@ def recovery_codes_new(*, user: Any) -> list[str]:
 def factor_remove(*, user: Any, kind: str, factor_id: Any) -> None:
     """Remove one of the account's passkeys or apps; with the last, its recovery codes go too
     (they stand in for a factor, and none is left to stand in for)."""
-    model = {PASSKEY: WebAuthnCredential, APP: TOTPDevice}.get(kind)
+    model = factor_models().get(kind)
     if model is None:
         raise NotFound("No such factor")
     with transaction.atomic():
@@ -115,7 +114,7 @@ def factors_remove_all(*, user: Any, acting_user: Any) -> int:
     with transaction.atomic():
         removed = sum(
             model.objects.filter(user=user).delete()[1].get(model._meta.label, 0)
-            for model in (WebAuthnCredential, TOTPDevice)
+            for model in factor_models().values()
         )
         StaticDevice.objects.filter(user=user).delete()
     return removed

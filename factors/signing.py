@@ -18,6 +18,8 @@ from factors.selectors import has_factors
 
 PENDING_KEY = "_factors_pending"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+# Where the Account page finds the recovery codes a first passkey made, to show them once.
+CODES_SHOWN_KEY = "_factors_codes"
 
 
 def sign_in(request: HttpRequest, user: Any, *, next_page: str = "", resumed: bool = False) -> bool:

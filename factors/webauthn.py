@@ -18,9 +18,6 @@ from django_otp_webauthn.views import (
 
 from factors import services, signing
 
-# Where the Account page finds the recovery codes a first passkey made, to show them once.
-CODES_SHOWN_KEY = "_factors_codes"
-
 
 def rp_id(request: HttpRequest) -> str:
     """The relying party: the host name the browser asked for, without its port. A passkey
@@ -83,5 +80,5 @@ class RegistrationComplete(CompleteCredentialRegistrationView):
         answer = super().post(*args, **kwargs)
         codes = services.passkey_added(user=self.request.user)
         if codes:
-            self.request.session[CODES_SHOWN_KEY] = codes
+            self.request.session[signing.CODES_SHOWN_KEY] = codes
         return answer

@@ -90,6 +90,11 @@ SITE_NAME = env.str("SITE_NAME", default="Podcast sync").strip()
 if not SITE_NAME:  # an empty header and titles would name nothing
     raise ValueError("SITE_NAME must not be empty: unset it for the default, Podcast sync")
 
+# Passkeys need HTTPS (or localhost), and their library (py_webauthn, over cryptography and
+# pyOpenSSL) adds about 25 MB to each web process: the home server, on plain HTTP, leaves them off
+# unless set (docs/factors.md).
+PASSKEYS = env.bool("PASSKEYS", default=not HOME_SERVER)
+
 INSTALLED_APPS = [
     # Before the admin: its templates (admin/base_site.html, admin/index.html) are the ones
     # the admin renders.
@@ -121,7 +126,7 @@ INSTALLED_APPS = [
     "django_otp",
     "django_otp.plugins.otp_totp",
     "django_otp.plugins.otp_static",
-    "django_otp_webauthn",
+    *(["django_otp_webauthn"] if PASSKEYS else []),
     "factors",
     "web",
     "home",

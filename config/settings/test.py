@@ -33,8 +33,15 @@ if env.bool("TEST_HOME_SERVER", default=False):
     DATABASES["default"]["TEST"] = {"NAME": _name}
     HOME_SERVER = True
 
+# Passkeys as each layout has them (the base settings decided on SQLite's home server, before
+# the database above was chosen).
+PASSKEYS = env.bool("PASSKEYS", default=not HOME_SERVER)
+INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "django_otp_webauthn"]  # noqa: F405
+if PASSKEYS:
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("factors"), "django_otp_webauthn")
+
 # The transactional tests' flush keeps the content types and permissions (tests/testdb).
-INSTALLED_APPS = ["tests.testdb", *INSTALLED_APPS]  # noqa: F405
+INSTALLED_APPS = ["tests.testdb", *INSTALLED_APPS]
 
 # Argon2id as deployed (the same name and format; tests/accounts checks the deployed list), at
 # the smallest cost: at Argon2's own (100 MB, two passes, per hash) the suite spent most of its

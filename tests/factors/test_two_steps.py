@@ -177,7 +177,7 @@ def test_an_app_passwords_session_reaches_no_factor_page(person: Any) -> None:
         "/account/passkeys/registration/begin/",
     ):
         answer = app.post(path, {"password": PASSWORD})
-        assert answer.status_code in (302, 401, 403)
+        assert answer.status_code in (302, 401, 403, 404)  # 404: no passkeys (PASSKEYS)
     assert not selectors.has_factors(user=person)
     assert TOTPDevice.objects.count() == 0
 

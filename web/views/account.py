@@ -24,7 +24,6 @@ from deletions import selectors as deletion_selectors
 from deletions import services as deletions
 from factors import selectors as factor_selectors
 from factors import signing as factor_signing
-from factors.webauthn import CODES_SHOWN_KEY
 from mail.services import confirmation_send
 from web import forms, selectors
 from web.views.common import (
@@ -70,8 +69,9 @@ def _account_page(
             "invitation_error": invitation_error,
             "invitation_days": settings.INVITATION_DAYS,
             "factors": factor_selectors.factors_of(user=user),
+            "passkeys": settings.PASSKEYS,
             "factors_changeable": factor_signing.factors_changeable(request),
-            "factors_codes": request.session.pop(CODES_SHOWN_KEY, None),
+            "factors_codes": request.session.pop(factor_signing.CODES_SHOWN_KEY, None),
             "factor_add_form": forms.PasswordConfirmForm(user=user, auto_id="app_%s"),
             "factor_codes_form": forms.PasswordConfirmForm(user=user, auto_id="codes_%s"),
             "factor_remove_form": forms.PasswordConfirmForm(user=user, auto_id="remove_%s"),
